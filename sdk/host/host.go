@@ -1,0 +1,194 @@
+// Package host is the agent's side of the plugin protocol: the go-plugin handshake and
+// plugin set to start a plugin child with, and a Client that speaks to it in the SDK's
+// plain Go types. The agent's supervisor and sdktest use it; plugin authors do not
+// need it.
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	pluginv1 "github.com/yuzugo/yuzu/proto/yuzu/plugin/v1"
+	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/internal/wire"
+)
+
+// Handshake is the go-plugin handshake every yuzu plugin answers.
+var Handshake = wire.Handshake
+
+// MaxMessageBytes bounds one gRPC message either way (see DialOptions).
+const MaxMessageBytes = wire.MaxMessageBytes
+
+// PluginSets returns the versioned plugin sets for plugin.ClientConfig.
+func PluginSets() map[int]plugin.PluginSet { return wire.Sets(nil) }
+
+// DialOptions are the gRPC options a host should dial a plugin with.
+func DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithDefaultCallOptions(
+		grpc.MaxCallRecvMsgSize(MaxMessageBytes),
+		grpc.MaxCallSendMsgSize(MaxMessageBytes),
+	)}
+}
+
+// Manifest is what a plugin says about itself.
+type Manifest struct {
+	Name         string
+	Version      string
+	Description  string
+	SDKVersion   string
+	Actions      []sdk.Action
+	Capabilities []string
+}
+
+// Action returns the named action and whether the plugin has it.
+func (m Manifest) Action(name string) (sdk.Action, bool) {
+	for _, a := range m.Actions {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return sdk.Action{}, false
+}
+
+// Command is one command to run.
+type Command struct {
+	ID       string
+	Action   string
+	Params   map[string]string
+	Deadline time.Time
+}
+
+// ErrNoResult means the plugin's stream ended without a result: the plugin died or
+// broke the protocol mid-command.
+var ErrNoResult = errors.New("plugin ended the command without a result")
+
+// Client talks to one plugin child.
+type Client struct {
+	rpc pluginv1.PluginServiceClient
+}
+
+// Dispense returns a Client for a started go-plugin client protocol.
+func Dispense(cp plugin.ClientProtocol) (*Client, error) {
+	raw, err := cp.Dispense(wire.PluginKey)
+	if err != nil {
+		return nil, err
+	}
+	rpc, ok := raw.(pluginv1.PluginServiceClient)
+	if !ok {
+		return nil, fmt.Errorf("plugin dispensed %T, not a yuzu plugin client", raw)
+	}
+	return &Client{rpc: rpc}, nil
+}
+
+// NewClient returns a Client over an existing connection (used in process by sdktest).
+func NewClient(conn grpc.ClientConnInterface) *Client {
+	return &Client{rpc: pluginv1.NewPluginServiceClient(conn)}
+}
+
+// Describe asks the plugin for its manifest.
+func (c *Client) Describe(ctx context.Context) (Manifest, error) {
+	resp, err := c.rpc.Describe(ctx, &pluginv1.DescribeRequest{})
+	if err != nil {
+		return Manifest{}, err
+	}
+	pm := resp.GetManifest()
+	m := Manifest{
+		Name:         pm.GetName(),
+		Version:      pm.GetVersion(),
+		Description:  pm.GetDescription(),
+		SDKVersion:   pm.GetSdkVersion(),
+		Capabilities: pm.GetCapabilities(),
+	}
+	for _, a := range pm.GetActions() {
+		m.Actions = append(m.Actions, sdk.Action{
+			Name:        a.GetName(),
+			Description: a.GetDescription(),
+			Linux:       legFromProto(a.GetLinux()),
+			Darwin:      legFromProto(a.GetDarwin()),
+			Windows:     legFromProto(a.GetWindows()),
+		})
+	}
+	return m, nil
+}
+
+func legFromProto(l *pluginv1.OsLeg) sdk.OSLeg {
+	return sdk.OSLeg{
+		Support:   sdk.Support(l.GetSupport()),
+		Rung:      int(l.GetRung()),
+		Mechanism: l.GetMechanism(),
+		Fallback:  l.GetFallback(),
+	}
+}
+
+// Configure hands the plugin its configuration.
+func (c *Client) Configure(ctx context.Context, cfg sdk.Config) error {
+	_, err := c.rpc.Configure(ctx, &pluginv1.ConfigureRequest{
+		AgentId:      cfg.AgentID,
+		AgentVersion: cfg.AgentVersion,
+		DataDir:      cfg.DataDir,
+		LogLevel:     cfg.LogLevel,
+	})
+	return err
+}
+
+// Execute runs a command, calling onRows for each batch of rows in order. It returns
+// the plugin's result. An error from onRows cancels the command and is returned.
+func (c *Client) Execute(ctx context.Context, cmd Command, onRows func(rows []string) error) (sdk.Result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req := &pluginv1.ExecuteRequest{CommandId: cmd.ID, Action: cmd.Action, Parameters: cmd.Params}
+	if !cmd.Deadline.IsZero() {
+		req.Deadline = timestamppb.New(cmd.Deadline)
+	}
+	stream, err := c.rpc.Execute(ctx, req)
+	if err != nil {
+		return sdk.Result{}, err
+	}
+	for {
+		ev, err := stream.Recv()
+		if err == io.EOF {
+			return sdk.Result{}, ErrNoResult
+		}
+		if err != nil {
+			return sdk.Result{}, err
+		}
+		switch e := ev.GetEvent().(type) {
+		case *pluginv1.ExecuteResponse_Rows:
+			if err := onRows(e.Rows.GetRows()); err != nil {
+				return sdk.Result{}, err
+			}
+		case *pluginv1.ExecuteResponse_Result:
+			r := e.Result
+			return sdk.Result{
+				Code:         int(r.GetReturnCode()),
+				Status:       sdk.Status(r.GetStatus()),
+				Completeness: sdk.Completeness(r.GetCompleteness()),
+				Provenance:   r.GetProvenance(),
+			}, nil
+		default:
+			return sdk.Result{}, fmt.Errorf("plugin sent an unknown event %T", e)
+		}
+	}
+}
+
+// Trailer returns the lines that end a command in the capture format, after its rows:
+// `[result_status] STATUS / COMPLETENESS` (plus ` / provenance` when set), then
+// `[rc] N` when the return code is not 0. Each line ends with a newline.
+func Trailer(res sdk.Result) string {
+	s := "[result_status] " + res.Status.String() + " / " + res.Completeness.String()
+	if res.Provenance != "" {
+		s += " / " + res.Provenance
+	}
+	s += "\n"
+	if res.Code != 0 {
+		s += fmt.Sprintf("[rc] %d\n", res.Code)
+	}
+	return s
+}

@@ -1,0 +1,62 @@
+// Package wire holds what the plugin side and the host side of the protocol must agree
+// on: the go-plugin handshake, the plugin set and the message size limit.
+package wire
+
+import (
+	"context"
+	"errors"
+
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	pluginv1 "github.com/yuzugo/yuzu/proto/yuzu/plugin/v1"
+)
+
+// Handshake is fixed forever: an agent and a plugin built years apart must still
+// recognise each other. ProtocolVersion 1 is yuzu.plugin.v1; a v2 is added beside it in
+// the versioned plugin sets, never in place of it.
+var Handshake = plugin.HandshakeConfig{
+	ProtocolVersion:  1,
+	MagicCookieKey:   "YUZU_PLUGIN_MAGIC_COOKIE",
+	MagicCookieValue: "b3f1c6a2-yuzu-plugin-7d94e0a5c81f",
+}
+
+// PluginKey is the name the single service is dispensed under.
+const PluginKey = "plugin"
+
+// MaxMessageBytes bounds one gRPC message either way. A row batch is at most
+// 1 MiB of rows plus one row of up to 4 MiB (sdk.MaxRowBytes), and a command's
+// parameters may carry a file's content; 16 MiB leaves room for both and their
+// framing while still refusing a runaway message.
+const MaxMessageBytes = 16 << 20
+
+// GRPCPlugin adapts the service to go-plugin. Impl is set on the plugin side only.
+type GRPCPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	Impl pluginv1.PluginServiceServer
+}
+
+// GRPCServer registers the service on the plugin side.
+func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	if p.Impl == nil {
+		return errors.New("wire: no server implementation")
+	}
+	pluginv1.RegisterPluginServiceServer(s, p.Impl)
+	return nil
+}
+
+// GRPCClient returns the generated client on the host side.
+func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return pluginv1.NewPluginServiceClient(c), nil
+}
+
+// Sets returns the versioned plugin sets for go-plugin. srv is nil on the host side.
+func Sets(srv pluginv1.PluginServiceServer) map[int]plugin.PluginSet {
+	return map[int]plugin.PluginSet{
+		1: {PluginKey: &GRPCPlugin{Impl: srv}},
+	}
+}
+
+// NewServer builds a plugin's service from an *sdk.Plugin. Package sdk sets it at init
+// so that sdktest can serve a plugin in process without sdk exporting its internals.
+var NewServer func(p any) pluginv1.PluginServiceServer

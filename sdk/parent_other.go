@@ -1,0 +1,11 @@
+//go:build !linux
+
+package sdk
+
+import "os"
+
+// watchParent makes the plugin exit when the agent that started it dies: the parent
+// pid changes when the process is re-parented.
+func watchParent(every timeDuration, gone func()) {
+	pollParent(os.Getppid(), every, gone)
+}

@@ -1,0 +1,105 @@
+// Package rows formats result rows, the pipe-delimited lines every action writes.
+//
+// A row is one line: a literal row kind, then fields, joined by `|`. The rules here are
+// the only place the project escapes row fields:
+//
+//   - every field: CR and LF become a space, so a row can never break the newline
+//     framing the agent and the fleet server use;
+//   - every field except the last: `|` becomes `\|` and a trailing `\` becomes `/`, so
+//     a reader can split the row unambiguously;
+//   - the last field is free text and stays raw apart from CR and LF.
+package rows
+
+import "strings"
+
+// Format joins kind and fields into one row, escaping each field by its position.
+func Format(kind string, fields ...string) string {
+	var b strings.Builder
+	n := len(kind)
+	for _, f := range fields {
+		n += len(f) + 2
+	}
+	b.Grow(n)
+	if len(fields) == 0 {
+		writeLast(&b, kind)
+		return b.String()
+	}
+	writeInner(&b, kind)
+	for i, f := range fields {
+		b.WriteByte('|')
+		if i == len(fields)-1 {
+			writeLast(&b, f)
+		} else {
+			writeInner(&b, f)
+		}
+	}
+	return b.String()
+}
+
+// Field escapes s as a field that is not the last of its row.
+func Field(s string) string {
+	if !strings.ContainsAny(s, "|\r\n") && !strings.HasSuffix(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	writeInner(&b, s)
+	return b.String()
+}
+
+// Line folds CR and LF into spaces and leaves everything else as it is. It is the
+// escaping of a last field, and of a pre-formatted row written as a whole.
+func Line(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	var b strings.Builder
+	writeLast(&b, s)
+	return b.String()
+}
+
+// Sanitize replaces `|`, CR and LF with `_`. It is the lossy rule upstream applies to
+// firewall names, kept for compatibility with content written against it.
+func Sanitize(s string) string {
+	if !strings.ContainsAny(s, "|\r\n") {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '|', '\r', '\n':
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+func writeInner(b *strings.Builder, s string) {
+	end := len(s)
+	trailingBackslash := end > 0 && s[end-1] == '\\'
+	if trailingBackslash {
+		end--
+	}
+	for i := 0; i < end; i++ {
+		switch c := s[i]; c {
+		case '\r', '\n':
+			b.WriteByte(' ')
+		case '|':
+			b.WriteString(`\|`)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	if trailingBackslash {
+		b.WriteByte('/')
+	}
+}
+
+func writeLast(b *strings.Builder, s string) {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\r', '\n':
+			b.WriteByte(' ')
+		default:
+			b.WriteByte(c)
+		}
+	}
+}

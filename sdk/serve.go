@@ -1,0 +1,69 @@
+package sdk
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	"github.com/yuzugo/yuzu/sdk/internal/wire"
+)
+
+// stopGrace is how long in-flight commands get to notice cancellation when the plugin
+// is told to stop, before the process exits anyway.
+const stopGrace = 2 * time.Second
+
+// parentPoll is how often the plugin checks that the agent that started it is alive.
+const parentPoll = 500 * time.Millisecond
+
+// Serve runs the plugin until the agent stops it or goes away. It never returns.
+//
+// Run by hand (not by the agent), the binary prints that it is a plugin and exits 1.
+func Serve(p *Plugin) {
+	if err := p.Validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "yuzu plugin:", err)
+		os.Exit(1)
+	}
+	// Before anything else can write to it, stdout is reserved for the handshake line:
+	// stray writes to file descriptor 1 go to stderr from here on.
+	guardStdout()
+
+	log := hclog.New(&hclog.LoggerOptions{
+		Name:       p.Name,
+		Level:      hclog.Info,
+		Output:     os.Stderr, // the real stderr; go-plugin swaps os.Stderr later
+		JSONFormat: true,
+	})
+	srv := newServer(p, log)
+
+	exit := func(code int, why string) {
+		log.Info("plugin stopping", "reason", why)
+		srv.shutdown(stopGrace)
+		os.Exit(code)
+	}
+	watchParent(parentPoll, func() { exit(1, "agent is gone") })
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		exit(0, "SIGTERM")
+	}()
+
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig:  wire.Handshake,
+		VersionedPlugins: wire.Sets(srv),
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			opts = append(opts, grpc.MaxRecvMsgSize(wire.MaxMessageBytes), grpc.MaxSendMsgSize(wire.MaxMessageBytes))
+			return grpc.NewServer(opts...)
+		},
+		Logger: log,
+	})
+	// plugin.Serve returns when the agent closes the connection.
+	exit(0, "agent closed the connection")
+}

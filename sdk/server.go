@@ -1,0 +1,175 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pluginv1 "github.com/yuzugo/yuzu/proto/yuzu/plugin/v1"
+	"github.com/yuzugo/yuzu/sdk/internal/wire"
+	"github.com/yuzugo/yuzu/sdk/params"
+)
+
+func init() {
+	wire.NewServer = func(p any) pluginv1.PluginServiceServer {
+		return newServer(p.(*Plugin), hclog.NewNullLogger())
+	}
+}
+
+// server implements the protocol for one Plugin.
+type server struct {
+	pluginv1.UnimplementedPluginServiceServer
+	p   *Plugin
+	log hclog.Logger
+
+	// stop is cancelled when the plugin is asked to stop; every command's context
+	// derives from it.
+	stop     context.Context
+	stopNow  context.CancelFunc
+	inflight sync.WaitGroup
+
+	mu  sync.RWMutex
+	cfg Config
+}
+
+func newServer(p *Plugin, log hclog.Logger) *server {
+	stop, cancel := context.WithCancel(context.Background())
+	return &server{p: p, log: log, stop: stop, stopNow: cancel}
+}
+
+// shutdown cancels every command in flight and waits up to grace for them to end.
+func (s *server) shutdown(grace time.Duration) {
+	s.stopNow()
+	done := make(chan struct{})
+	go func() { s.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+	}
+}
+
+func (s *server) Describe(context.Context, *pluginv1.DescribeRequest) (*pluginv1.DescribeResponse, error) {
+	m := &pluginv1.Manifest{
+		Name:         s.p.Name,
+		Version:      s.p.Version,
+		Description:  s.p.Description,
+		SdkVersion:   Version,
+		Capabilities: append([]string(nil), s.p.Capabilities...),
+	}
+	for _, a := range s.p.actions {
+		m.Actions = append(m.Actions, &pluginv1.Action{
+			Name:        a.Name,
+			Description: a.Description,
+			Linux:       legToProto(a.Linux),
+			Darwin:      legToProto(a.Darwin),
+			Windows:     legToProto(a.Windows),
+		})
+	}
+	return &pluginv1.DescribeResponse{Manifest: m}, nil
+}
+
+func legToProto(l OSLeg) *pluginv1.OsLeg {
+	return &pluginv1.OsLeg{
+		Support:   pluginv1.SupportLevel(l.Support),
+		Rung:      int32(l.Rung),
+		Mechanism: l.Mechanism,
+		Fallback:  l.Fallback,
+	}
+}
+
+func (s *server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) (*pluginv1.ConfigureResponse, error) {
+	cfg := Config{
+		AgentID:      req.GetAgentId(),
+		AgentVersion: req.GetAgentVersion(),
+		DataDir:      req.GetDataDir(),
+		LogLevel:     req.GetLogLevel(),
+	}
+	if cfg.LogLevel != "" {
+		if lvl := hclog.LevelFromString(cfg.LogLevel); lvl != hclog.NoLevel {
+			s.log.SetLevel(lvl)
+		}
+	}
+	if s.p.configure != nil {
+		if err := s.p.configure(ctx, cfg); err != nil {
+			return nil, status.Errorf(codes.FailedPrecondition, "configure %s: %v", s.p.Name, err)
+		}
+	}
+	s.mu.Lock()
+	s.cfg = cfg
+	s.mu.Unlock()
+	return &pluginv1.ConfigureResponse{}, nil
+}
+
+func (s *server) Execute(req *pluginv1.ExecuteRequest, stream pluginv1.PluginService_ExecuteServer) error {
+	s.inflight.Add(1)
+	defer s.inflight.Done()
+
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	stopWatch := context.AfterFunc(s.stop, cancel)
+	defer stopWatch()
+	var deadline time.Time
+	if d := req.GetDeadline(); d != nil && (d.Seconds != 0 || d.Nanos != 0) {
+		deadline = d.AsTime()
+		var cancelDeadline context.CancelFunc
+		ctx, cancelDeadline = context.WithDeadline(ctx, deadline)
+		defer cancelDeadline()
+	}
+
+	out := newOutput(func(batch []string) error {
+		return stream.Send(&pluginv1.ExecuteResponse{Event: &pluginv1.ExecuteResponse_Rows{Rows: &pluginv1.RowBatch{Rows: batch}}})
+	})
+	s.mu.RLock()
+	cfg := s.cfg
+	s.mu.RUnlock()
+	r := &Request{
+		CommandID: req.GetCommandId(),
+		Action:    req.GetAction(),
+		Params:    params.New(req.GetParameters()),
+		Deadline:  deadline,
+		Config:    cfg,
+		Log:       s.log.With("command_id", req.GetCommandId(), "action", req.GetAction()),
+	}
+	var res Result
+	if a, ok := s.p.byName[r.Action]; ok {
+		res = s.call(ctx, a, r, out)
+	} else {
+		// The upstream contract: this one row carries no error| prefix.
+		out.Line("unknown action: " + r.Action)
+		res = Failed()
+	}
+	res, err := out.finish(res)
+	if err != nil {
+		return err
+	}
+	if res.Status < StatusUndeclared || res.Status > StatusConstrained {
+		res.Status = StatusUndeclared
+	}
+	if res.Completeness < CompletenessUnknown || res.Completeness > CompletenessPartial {
+		res.Completeness = CompletenessUnknown
+	}
+	return stream.Send(&pluginv1.ExecuteResponse{Event: &pluginv1.ExecuteResponse_Result{Result: &pluginv1.Result{
+		ReturnCode:   int32(res.Code),
+		Status:       pluginv1.ResultStatus(res.Status),
+		Completeness: pluginv1.Completeness(res.Completeness),
+		Provenance:   res.Provenance,
+	}}})
+}
+
+// call runs a handler, turning a panic into an error row so one bad command never
+// takes the plugin down.
+func (s *server) call(ctx context.Context, a *Action, r *Request, out *Output) (res Result) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.Log.Error("action panicked", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			res = out.Failf("plugin panicked in %s: %v", a.Name, v)
+		}
+	}()
+	return a.handler(ctx, r, out)
+}
