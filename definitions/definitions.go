@@ -1,0 +1,205 @@
+// Package definitions embeds, checks and serves the InstructionDefinitions that ship
+// with the agent.
+//
+// Every *.yaml file beside this package is a stream of YAML documents, one
+// InstructionDefinition each, in the upstream format (apiVersion yuzu.io/v1alpha1).
+// Load parses the embedded set once, strictly (an unknown field is an error, so a typo
+// cannot silently drop a rule), checks each definition's structure and returns a
+// Catalog. The agent uses a Definition to run `yuzu-agent exec DEFINITION-ID`: it looks
+// the id up, checks the caller's parameters with Validate and uses TTL as the command
+// deadline.
+package definitions
+
+import (
+	"regexp"
+	"slices"
+	"time"
+)
+
+// APIVersion is the only apiVersion this package accepts.
+const APIVersion = "yuzu.io/v1alpha1"
+
+// Kind is the only document kind this package accepts.
+const Kind = "InstructionDefinition"
+
+// Instruction types (spec.type).
+const (
+	// TypeQuestion marks a read-only definition.
+	TypeQuestion = "question"
+	// TypeAction marks a definition that may change state on the device.
+	TypeAction = "action"
+)
+
+// Approval modes (spec.approval.mode).
+const (
+	// ApprovalAuto lets anyone allowed to execute the definition run it at once.
+	ApprovalAuto = "auto"
+	// ApprovalRoleGated requires an approver holding one of the gating roles.
+	ApprovalRoleGated = "role-gated"
+)
+
+// Parameter and column types. Parameters always travel as strings; the type says how
+// Validate reads them.
+const (
+	TypeString = "string"
+	TypeInt32  = "int32"
+	TypeInt64  = "int64"
+	TypeBool   = "bool"
+)
+
+// Platforms a definition may name in spec.platforms.
+var knownPlatforms = []string{"windows", "linux", "darwin"}
+
+// Definition is one parsed and checked InstructionDefinition, flattened into plain
+// fields. The nesting of the YAML (metadata, spec.execution, spec.gather, ...) is only
+// a file-format detail, so callers read d.Plugin rather than d.Spec.Execution.Plugin.
+type Definition struct {
+	// ID is metadata.id, e.g. "device.tags.get".
+	ID string
+	// DisplayName is metadata.displayName, a human title.
+	DisplayName string
+	// Version is metadata.version, the semver of this definition.
+	Version string
+	// Description is metadata.description: what it does and what it cannot tell you.
+	Description string
+	// Tags are metadata.tags, free words for search.
+	Tags []string
+
+	// Type is spec.type: TypeQuestion or TypeAction.
+	Type string
+	// Platforms is spec.platforms, a subset of windows, linux and darwin.
+	Platforms []string
+	// Plugin is spec.execution.plugin, the plugin that runs the definition.
+	Plugin string
+	// Action is spec.execution.action, the plugin action it calls.
+	Action string
+	// Concurrency is spec.execution.concurrency (upstream uses "per-device").
+	Concurrency string
+
+	// Parameters are spec.parameters.properties, sorted by name.
+	Parameters []Parameter
+	// Columns are spec.result.columns, in the order the rows carry them after the
+	// row kind.
+	Columns []Column
+	// ReadablePayload is spec.readablePayload, a template with ${param} placeholders.
+	ReadablePayload string
+	// TTLSeconds is spec.gather.ttlSeconds, how long answers are awaited; always > 0.
+	TTLSeconds int
+	// Approval is spec.approval.mode: ApprovalAuto or ApprovalRoleGated.
+	Approval string
+	// ExecuteRoles is spec.permissions.executeRoles. Upstream treats it as
+	// documentation; the server's capability catalogue decides access.
+	ExecuteRoles []string
+	// AuthorRoles is spec.permissions.authorRoles.
+	AuthorRoles []string
+	// MinAgentVersion is spec.compatibility.minAgentVersion.
+	MinAgentVersion string
+	// RequiredPlugins is spec.compatibility.requiredPlugins.
+	RequiredPlugins []string
+	// Phase is status.phase, e.g. "active".
+	Phase string
+
+	// Source says where the definition came from: "<file>: document <n>".
+	Source string
+}
+
+// Parameter is one entry of spec.parameters.properties. Optional rules are pointers
+// (nil means "no such rule") so that a rule of 0 stays distinguishable from none.
+type Parameter struct {
+	// Name is the property name, the key in the parameter map.
+	Name string
+	// Type is TypeString, TypeInt32, TypeInt64 or TypeBool.
+	Type string
+	// DisplayName is a short label.
+	DisplayName string
+	// Description is help text.
+	Description string
+	// Required is true when the name is listed in spec.parameters.required.
+	Required bool
+	// Default is the YAML default as text, or nil. Validate never injects it: the
+	// plugin applies its own defaults (DECISIONS 34).
+	Default *string
+	// MinLength and MaxLength bound a string's length in bytes.
+	MinLength, MaxLength *int
+	// Pattern is the regular expression (Go RE2 syntax) the whole value must match,
+	// exactly as written in the YAML.
+	Pattern string
+	// Enum lists the allowed values, as strings.
+	Enum []string
+	// Minimum and Maximum bound an integer value, inclusive.
+	Minimum, Maximum *int64
+
+	// re is Pattern compiled and anchored at both ends; nil when Pattern is empty or
+	// the Parameter was built by hand rather than parsed.
+	re *regexp.Regexp
+}
+
+// Column is one entry of spec.result.columns.
+type Column struct {
+	// Name is the column name.
+	Name string
+	// Type is TypeString, TypeInt32, TypeInt64 or TypeBool.
+	Type string
+}
+
+// TTL returns gather.ttlSeconds as a duration; the agent uses it as the command
+// deadline when a command runs through this definition (DECISIONS 30).
+func (d Definition) TTL() time.Duration {
+	return time.Duration(d.TTLSeconds) * time.Second
+}
+
+// Param returns the parameter called name and whether the definition declares it.
+func (d Definition) Param(name string) (Parameter, bool) {
+	// A linear scan: definitions have a handful of parameters, and a Definition built
+	// by hand need not keep them sorted.
+	i := slices.IndexFunc(d.Parameters, func(p Parameter) bool { return p.Name == name })
+	if i < 0 {
+		return Parameter{}, false
+	}
+	return d.Parameters[i], true
+}
+
+// SupportsPlatform reports whether spec.platforms names goos ("windows", "linux",
+// "darwin", i.e. runtime.GOOS values).
+func (d Definition) SupportsPlatform(goos string) bool {
+	return slices.Contains(d.Platforms, goos)
+}
+
+// clone returns a deep copy, so that a caller changing a returned Definition cannot
+// change the catalogue that every later Lookup reads.
+func (d Definition) clone() Definition {
+	c := d
+	c.Tags = slices.Clone(d.Tags)
+	c.Platforms = slices.Clone(d.Platforms)
+	c.Columns = slices.Clone(d.Columns)
+	c.ExecuteRoles = slices.Clone(d.ExecuteRoles)
+	c.AuthorRoles = slices.Clone(d.AuthorRoles)
+	c.RequiredPlugins = slices.Clone(d.RequiredPlugins)
+	if d.Parameters != nil {
+		c.Parameters = make([]Parameter, len(d.Parameters))
+		for i, p := range d.Parameters {
+			c.Parameters[i] = p.clone()
+		}
+	}
+	return c
+}
+
+func (p Parameter) clone() Parameter {
+	c := p
+	c.Enum = slices.Clone(p.Enum)
+	c.Default = clonePtr(p.Default)
+	c.MinLength = clonePtr(p.MinLength)
+	c.MaxLength = clonePtr(p.MaxLength)
+	c.Minimum = clonePtr(p.Minimum)
+	c.Maximum = clonePtr(p.Maximum)
+	// re is immutable and safe for concurrent use, so it is shared.
+	return c
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
