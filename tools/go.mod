@@ -1,0 +1,3 @@
+module github.com/yuzugo/yuzu/tools
+
+go 1.26.0
