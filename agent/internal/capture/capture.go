@@ -1,0 +1,45 @@
+// Package capture prints a command's outcome in the capture format (DECISIONS 2): the
+// rows as they arrive, then `[result_status] STATUS / COMPLETENESS[ / provenance]`,
+// then `[rc] N` when the return code is not 0.
+package capture
+
+import (
+	"bufio"
+	"io"
+
+	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/host"
+	"github.com/yuzugo/yuzu/sdk/rows"
+)
+
+// Printer writes one command's outcome.
+type Printer struct {
+	w *bufio.Writer
+}
+
+// New returns a Printer writing to w.
+func New(w io.Writer) *Printer { return &Printer{w: bufio.NewWriterSize(w, 64<<10)} }
+
+// Rows prints a batch of rows, one per line.
+func (p *Printer) Rows(batch []string) error {
+	for _, r := range batch {
+		p.w.WriteString(r)
+		p.w.WriteByte('\n')
+	}
+	return nil
+}
+
+// Result prints the trailer of a finished command and flushes.
+func (p *Printer) Result(res sdk.Result) error {
+	p.w.WriteString(host.Trailer(res))
+	return p.w.Flush()
+}
+
+// AgentError prints the answer to a failure of the agent rather than the plugin: one
+// `error|<message>` row, UNDECLARED / UNKNOWN and rc 1. It returns the rc.
+func (p *Printer) AgentError(msg string) int {
+	res := sdk.Result{Code: 1}
+	p.w.WriteString("error|" + rows.Line(msg) + "\n")
+	_ = p.Result(res)
+	return res.Code
+}

@@ -1,0 +1,60 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrUnknownPlugin is wrapped when no plugin binary of that name is in the plugin dir.
+var ErrUnknownPlugin = errors.New("plugin not found")
+
+// RefusedError says a plugin binary was refused before it ever ran.
+type RefusedError struct {
+	Path   string
+	Reason string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("plugin binary %s refused: %s", e.Path, e.Reason)
+}
+
+// CrashedError says the plugin child died (or was killed) while the command ran.
+type CrashedError struct {
+	Plugin string
+	Detail string
+}
+
+func (e *CrashedError) Error() string { return "plugin crashed: " + e.Detail }
+
+// TimeoutError says the command outlived its deadline plus the grace period and the
+// child was killed.
+type TimeoutError struct {
+	Plugin   string
+	Deadline time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("plugin timed out after %s", e.Deadline)
+}
+
+// FailedError says the plugin is in the failed state: it exhausted its restart budget
+// and commands are refused until Until.
+type FailedError struct {
+	Plugin string
+	Reason string
+	Until  time.Time
+}
+
+func (e *FailedError) Error() string {
+	return fmt.Sprintf("plugin %s failed: %s; next start attempt after %s", e.Plugin, e.Reason, e.Until.UTC().Format(time.RFC3339))
+}
+
+// StartError says the child could not be started or did not answer its handshake.
+type StartError struct {
+	Plugin string
+	Err    error
+}
+
+func (e *StartError) Error() string { return fmt.Sprintf("plugin %s did not start: %v", e.Plugin, e.Err) }
+func (e *StartError) Unwrap() error { return e.Err }
