@@ -56,5 +56,7 @@ type StartError struct {
 	Err    error
 }
 
-func (e *StartError) Error() string { return fmt.Sprintf("plugin %s did not start: %v", e.Plugin, e.Err) }
+func (e *StartError) Error() string {
+	return fmt.Sprintf("plugin %s did not start: %v", e.Plugin, e.Err)
+}
 func (e *StartError) Unwrap() error { return e.Err }

@@ -12,8 +12,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/yuzugo/yuzu/agent/internal/capture"
 	"github.com/yuzugo/yuzu/agent/dispatch"
+	"github.com/yuzugo/yuzu/agent/internal/capture"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/definitions"
 )
