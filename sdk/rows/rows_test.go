@@ -1,0 +1,146 @@
+package rows
+
+import (
+	"strings"
+	"testing"
+)
+
+// The DECISIONS 1 rules: every field folds CR and LF into a space; every field but the
+// last escapes `|` as `\|` and turns a trailing `\` into `/`; the last field stays raw.
+func TestFormat(t *testing.T) {
+	cases := []struct {
+		name   string
+		kind   string
+		fields []string
+		want   string
+	}{
+		{"kind only", "status", nil, "status"},
+		{"kind only keeps pipe raw", "a|b", nil, "a|b"},
+		{"kind only folds newline", "a\nb", nil, "a b"},
+		{"one field", "exists", []string{"true"}, "exists|true"},
+		{"two fields", "entry", []string{"file", "a.txt"}, "entry|file|a.txt"},
+		{"CR and LF in inner field", "k", []string{"a\r\nb", "c"}, "k|a  b|c"},
+		{"CR and LF in last field", "k", []string{"a", "x\ry\nz"}, "k|a|x y z"},
+		{"pipe in inner field", "k", []string{"a|b", "c"}, `k|a\|b|c`},
+		{"pipe in last field raw", "k", []string{"a", "b|c"}, "k|a|b|c"},
+		{"pipe in kind escaped", "k|x", []string{"v"}, `k\|x|v`},
+		{"trailing backslash inner", "k", []string{`C:\dir\`, "v"}, `k|C:\dir/|v`},
+		{"only last trailing backslash folded", "k", []string{`a\\`, "v"}, `k|a\/|v`},
+		{"trailing backslash last field raw", "k", []string{"a", `C:\dir\`}, `k|a|C:\dir\`},
+		{"interior backslash kept", "ace", []string{`BUILTIN\Users`, "rx"}, `ace|BUILTIN\Users|rx`},
+		{"backslash before pipe", "k", []string{`a\|b`, "v"}, `k|a\\|b|v`},
+		{"lone backslash inner", "k", []string{`\`, "v"}, "k|/|v"},
+		{"empty fields", "k", []string{"", "", ""}, "k|||"},
+		{"newline then backslash end", "k", []string{"a\\\n", "v"}, `k|a\ |v`},
+		{"utf8 untouched", "k", []string{"héllo|wörld", "ünï"}, `k|héllo\|wörld|ünï`},
+	}
+	for _, c := range cases {
+		if got := Format(c.kind, c.fields...); got != c.want {
+			t.Errorf("%s: Format(%q, %q) = %q, want %q", c.name, c.kind, c.fields, got, c.want)
+		}
+	}
+}
+
+func TestField(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"", ""},
+		{"plain", "plain"},
+		{"a|b", `a\|b`},
+		{"a\nb\rc", "a b c"},
+		{`tail\`, "tail/"},
+		{`mid\dle`, `mid\dle`},
+		{`||`, `\|\|`},
+	}
+	for _, c := range cases {
+		if got := Field(c.in); got != c.want {
+			t.Errorf("Field(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestLine(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"", ""},
+		{`a|b\`, `a|b\`},
+		{"a\r\nb", "a  b"},
+		{"\n", " "},
+	}
+	for _, c := range cases {
+		if got := Line(c.in); got != c.want {
+			t.Errorf("Line(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestSanitize(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"", ""},
+		{"INPUT", "INPUT"},
+		{"a|b", "a_b"},
+		{"a\r\nb", "a__b"},
+		{`back\slash\`, `back\slash\`},
+		{"|\r\n|", "____"},
+		{"zöne|x", "zöne_x"},
+	}
+	for _, c := range cases {
+		if got := Sanitize(c.in); got != c.want {
+			t.Errorf("Sanitize(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// splitRow splits row into at most n parts at each `|` not preceded by a backslash: the
+// reader's rule for every separator but the ones inside the raw last field.
+func splitRow(row string, n int) []string {
+	var parts []string
+	start := 0
+	for i := 0; i < len(row) && len(parts) < n-1; i++ {
+		if row[i] == '|' && (i == 0 || row[i-1] != '\\') {
+			parts = append(parts, row[start:i])
+			start = i + 1
+		}
+	}
+	return append(parts, row[start:])
+}
+
+// foldLine is the reference for CR/LF folding, written apart from the package's code.
+func foldLine(s string) string {
+	return strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
+}
+
+func FuzzFormat(f *testing.F) {
+	f.Add("entry", "a|b", `c\`, "last|raw\n")
+	f.Add("k", `\|`, "", `\`)
+	f.Add("", "\r\n", "|", "|")
+	f.Add(`x\`, `\\`, `a\|b\`, "")
+	f.Fuzz(func(t *testing.T, kind, a, b, last string) {
+		fields := []string{a, b, last}
+		row := Format(kind, fields...)
+		if strings.ContainsAny(row, "\r\n") {
+			t.Fatalf("row %q contains CR or LF", row)
+		}
+		parts := splitRow(row, len(fields)+1)
+		if len(parts) != len(fields)+1 {
+			t.Fatalf("row %q splits into %d parts, want %d", row, len(parts), len(fields)+1)
+		}
+		// Inner fields come back exactly, up to the documented lossy folds.
+		for i, orig := range append([]string{kind}, a, b) {
+			want := foldLine(orig)
+			if strings.HasSuffix(want, `\`) {
+				want = want[:len(want)-1] + "/"
+			}
+			if got := strings.ReplaceAll(parts[i], `\|`, "|"); got != want {
+				t.Fatalf("row %q field %d decodes to %q, want %q", row, i, got, want)
+			}
+		}
+		if parts[3] != foldLine(last) {
+			t.Fatalf("row %q last field %q, want %q", row, parts[3], foldLine(last))
+		}
+		// Without a pipe in the last field, splitting the whole row gives the count.
+		if !strings.Contains(last, "|") {
+			if all := splitRow(row, len(row)+2); len(all) != len(fields)+1 {
+				t.Fatalf("row %q splits fully into %d parts, want %d", row, len(all), len(fields)+1)
+			}
+		}
+	})
+}
