@@ -38,9 +38,11 @@ func Write(path string, data []byte) error {
 	}
 	// An existing regular file keeps its permission bits; anything else (missing,
 	// symlink, device) gets the default mode.
+	// Mode 0 is a real mode (nobody may read), so whether to keep is a separate flag.
 	var keep fs.FileMode
+	keepMode := false
 	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
-		keep = fi.Mode().Perm()
+		keep, keepMode = fi.Mode().Perm(), true
 	}
 	tmp, err := tempName(path)
 	if err != nil {
@@ -60,7 +62,7 @@ func Write(path string, data []byte) error {
 		_ = f.Close()
 		return fmt.Errorf("atomic write %s: %w", path, err)
 	}
-	if keep != 0 {
+	if keepMode {
 		if err := f.Chmod(keep); err != nil {
 			_ = f.Close()
 			return fmt.Errorf("atomic write %s: %w", path, err)
