@@ -116,6 +116,9 @@ var (
 	// unknownField rewrites yaml's "field x not found in type definitions.rawSpec",
 	// which names our private Go types, into words about the file.
 	unknownField = regexp.MustCompile(`field (\S+) not found in type \S+`)
+	// privateType catches the other messages that would name one of our raw* types;
+	// each of them is a YAML mapping.
+	privateType = regexp.MustCompile(`into definitions\.raw\w+`)
 )
 
 // maxIDLength bounds metadata.id; ids travel in URLs and logs.
@@ -217,7 +220,8 @@ func cleanYAMLError(err error) string {
 	if errors.As(err, &typeErr) {
 		parts := make([]string, len(typeErr.Errors))
 		for i, e := range typeErr.Errors {
-			parts[i] = unknownField.ReplaceAllString(e, `unknown field "$1"`)
+			e = unknownField.ReplaceAllString(e, `unknown field "$1"`)
+			parts[i] = privateType.ReplaceAllString(e, "where a mapping is expected")
 		}
 		return strings.Join(parts, "; ")
 	}
