@@ -1,0 +1,178 @@
+package cli
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestParseArgsFlagsInEitherPosition(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want config
+		pos  []string
+	}{
+		{
+			name: "before",
+			args: []string{"--data-dir", "/d", "exec", "tags", "count"},
+			want: config{dataDir: "/d", timeout: defaultTimeout, logLevel: "info", logFormat: "text"},
+			pos:  []string{"exec", "tags", "count"},
+		},
+		{
+			name: "after with equals",
+			args: []string{"exec", "--data-dir=/d", "tags", "count", "--timeout=30"},
+			want: config{dataDir: "/d", timeout: 30 * time.Second, timeoutSet: true, logLevel: "info", logFormat: "text"},
+			pos:  []string{"exec", "tags", "count"},
+		},
+		{
+			name: "env defaults, flag wins",
+			args: []string{"exec", "tags", "count", "--plugin-dir", "/p"},
+			env:  map[string]string{"YUZU_PLUGIN_DIR": "/env", "YUZU_AGENT_ID": "a1", "YUZU_TIMEOUT": "2m", "YUZU_LOG_FORMAT": "json"},
+			want: config{pluginDir: "/p", agentID: "a1", timeout: 2 * time.Minute, timeoutSet: true, logLevel: "info", logFormat: "json"},
+			pos:  []string{"exec", "tags", "count"},
+		},
+		{
+			name: "double dash ends flags",
+			args: []string{"exec", "x", "y", "--", "--data-dir=v"},
+			want: config{timeout: defaultTimeout, logLevel: "info", logFormat: "text"},
+			pos:  []string{"exec", "x", "y", "--data-dir=v"},
+		},
+		{
+			name: "version flag",
+			args: []string{"--version"},
+			want: config{version: true, timeout: defaultTimeout, logLevel: "info", logFormat: "text"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, pos, err := parseArgs(c.args, env(c.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != c.want {
+				t.Errorf("config = %+v, want %+v", got, c.want)
+			}
+			if strings.Join(pos, " ") != strings.Join(c.pos, " ") {
+				t.Errorf("positional = %q, want %q", pos, c.pos)
+			}
+		})
+	}
+}
+
+func TestParseArgsErrors(t *testing.T) {
+	cases := map[string][]string{
+		"unknown flag":    {"--bogus", "exec"},
+		"missing value":   {"exec", "--data-dir"},
+		"bad timeout":     {"--timeout", "soon"},
+		"zero timeout":    {"--timeout", "0"},
+		"bad log level":   {"--log-level", "loud"},
+		"bad log format":  {"--log-format", "xml"},
+		"negative number": {"--timeout=-5"},
+	}
+	for name, args := range cases {
+		_, _, err := parseArgs(args, env(nil))
+		var ue *usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%s: err = %v, want a usage error", name, err)
+		}
+	}
+}
+
+func TestParseParams(t *testing.T) {
+	p, err := parseParams([]string{"key=env", "value=a=b", "empty="})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p["key"] != "env" || p["value"] != "a=b" {
+		t.Errorf("params = %v", p)
+	}
+	if v, ok := p["empty"]; !ok || v != "" {
+		t.Errorf("present-but-empty parameter lost: %v", p)
+	}
+	for _, bad := range [][]string{{"novalue"}, {"=x"}, {"k=1", "k=2"}} {
+		if _, err := parseParams(bad); err == nil {
+			t.Errorf("parseParams(%q) accepted", bad)
+		} else if !strings.Contains(err.Error(), strings.SplitN(bad[len(bad)-1], "=", 2)[0]) {
+			t.Errorf("parseParams(%q) error %q does not name the argument", bad, err)
+		}
+	}
+}
+
+func TestResolveDefinition(t *testing.T) {
+	cfg := config{timeout: defaultTimeout}
+	tg, err := resolve(&cfg, []string{"device.tags.set", "key=env", "value=prod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg.plugin != "tags" || tg.action != "set" || tg.params["key"] != "env" {
+		t.Errorf("target = %+v", tg)
+	}
+	if cfg.timeout != 60*time.Second {
+		t.Errorf("timeout = %s, want the definition's ttl 60s", cfg.timeout)
+	}
+
+	cfg = config{timeout: 5 * time.Second, timeoutSet: true}
+	if _, err := resolve(&cfg, []string{"device.tags.count"}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.timeout != 5*time.Second {
+		t.Errorf("an explicit --timeout must beat the ttl, got %s", cfg.timeout)
+	}
+
+	for args, want := range map[string]string{
+		"device.tags.set key=bad|key":     "key",
+		"device.tags.set key=a color=red": "color",
+		"device.nope.set":                 "unknown definition: device.nope.set",
+	} {
+		cfg := config{timeout: defaultTimeout}
+		_, err := resolve(&cfg, strings.Fields(args))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("resolve(%s) = %v, want an error naming %q", args, err, want)
+		}
+	}
+}
+
+func TestResolvePluginAction(t *testing.T) {
+	cfg := config{timeout: defaultTimeout}
+	tg, err := resolve(&cfg, []string{"tags", "set", "key=k"})
+	if err != nil || tg.plugin != "tags" || tg.action != "set" || tg.params["key"] != "k" {
+		t.Fatalf("resolve = %+v, %v", tg, err)
+	}
+	var ue *usageError
+	if _, err := resolve(&cfg, []string{"tags"}); !errors.As(err, &ue) {
+		t.Errorf("missing action: err = %v, want usage error", err)
+	}
+}
+
+func TestDefaultDataDir(t *testing.T) {
+	cases := []struct {
+		goos string
+		env  map[string]string
+		want string
+	}{
+		{"linux", map[string]string{"XDG_DATA_HOME": "/x", "HOME": "/h"}, "/x/yuzu"},
+		{"linux", map[string]string{"HOME": "/h"}, "/h/.local/share/yuzu"},
+		{"linux", nil, "yuzu_data"},
+		{"darwin", map[string]string{"HOME": "/Users/a"}, "/Users/a/Library/Application Support/yuzu"},
+		{"windows", map[string]string{"LOCALAPPDATA": `C:\Users\a\AppData\Local`}, `C:\Users\a\AppData\Local\yuzu`},
+		{"windows", nil, "yuzu_data"},
+	}
+	for _, c := range cases {
+		if got := defaultDataDir(c.goos, env(c.env)); got != c.want {
+			t.Errorf("defaultDataDir(%s, %v) = %q, want %q", c.goos, c.env, got, c.want)
+		}
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	for rc, want := range map[int]int{0: 0, 1: 1, 255: 255, 256: 1, -1: 1} {
+		if got := exitCode(rc); got != want {
+			t.Errorf("exitCode(%d) = %d, want %d", rc, got, want)
+		}
+	}
+}

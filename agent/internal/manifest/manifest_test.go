@@ -1,0 +1,63 @@
+package manifest
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const sumA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+func TestParse(t *testing.T) {
+	m, err := Parse([]byte("# comment\n\n" + sumA + "  yuzu-plugin-tags\n" + strings.Repeat("b", 64) + " *yuzu-plugin-bin\r\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != 2 || len(m["yuzu-plugin-tags"]) != 32 || len(m["yuzu-plugin-bin"]) != 32 {
+		t.Fatalf("manifest = %v", m)
+	}
+	bad := map[string]string{
+		"short sum":    "abc  yuzu-plugin-x\n",
+		"not hex":      strings.Repeat("z", 64) + "  yuzu-plugin-x\n",
+		"one space":    sumA + " yuzu-plugin-x\n",
+		"no name":      sumA + "  \n",
+		"path":         sumA + "  ../yuzu-plugin-x\n",
+		"listed twice": sumA + "  yuzu-plugin-x\n" + sumA + "  yuzu-plugin-x\n",
+	}
+	for name, text := range bad {
+		if _, err := Parse([]byte(text)); err == nil {
+			t.Errorf("%s: accepted %q", name, text)
+		} else if !strings.Contains(err.Error(), "line ") {
+			t.Errorf("%s: error %q does not name the line", name, err)
+		}
+	}
+}
+
+func TestWriteReadRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "yuzu-plugin-x")
+	if err := os.WriteFile(bin, []byte("hello\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := HashFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Manifest{"yuzu-plugin-x": sum, "yuzu-plugin-a": bytes.Repeat([]byte{1}, 32)}
+	if err := m.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, FileName))
+	// sha256sum of "hello\n", as coreutils prints it; the a-line sorts first.
+	want := "0101010101010101010101010101010101010101010101010101010101010101  yuzu-plugin-a\n" +
+		"5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03  yuzu-plugin-x\n"
+	if string(data) != want {
+		t.Errorf("manifest text:\n%s\nwant:\n%s", data, want)
+	}
+	back, err := Read(dir)
+	if err != nil || !bytes.Equal(back["yuzu-plugin-x"], sum) {
+		t.Errorf("Read = %v, %v", back, err)
+	}
+}
