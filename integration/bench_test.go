@@ -1,0 +1,254 @@
+//go:build linux
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/yuzugo/yuzu/agent/dispatch"
+	"github.com/yuzugo/yuzu/agent/supervisor"
+	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/host"
+)
+
+// Benchmarks report what the project's targets are stated in (milliseconds, rows per
+// second, MiB) with b.ReportMetric. They assert nothing about speed: the build
+// machines are shared. Each "ours" benchmark has a Raw twin that does the same work
+// over go-plugin alone, so the cost of our layers is a ratio.
+
+// reportLatencies reports the median and 99th percentile of lat in milliseconds.
+func reportLatencies(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		b.Fatal("no latencies recorded")
+	}
+	slices.Sort(lat)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	b.ReportMetric(ms(lat[len(lat)*50/100]), "p50-ms")
+	b.ReportMetric(ms(lat[min(len(lat)-1, len(lat)*99/100)]), "p99-ms")
+}
+
+// BenchmarkWarmAction: one `tags count` through dispatcher and supervisor to a warm
+// child. Target: p50 <= 0.5 ms, p99 <= 2 ms.
+func BenchmarkWarmAction(b *testing.B) {
+	s := newSupervisor(b, supervisor.Options{}, tagsBin)
+	d := dispatch.New(s, dispatch.Options{})
+	req := supervisor.Request{Plugin: "tags", Action: "count", Timeout: 30 * time.Second}
+	ctx := context.Background()
+	call := func() {
+		rows := 0
+		res, err := d.Do(ctx, req, func(r []string) error { rows += len(r); return nil })
+		if err != nil || res.Code != 0 || rows != 1 {
+			b.Fatalf("tags count: %v %+v rows %d", err, res, rows)
+		}
+	}
+	call() // start the child
+	var lat []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		call()
+		lat = append(lat, time.Since(start))
+	}
+	reportLatencies(b, lat)
+}
+
+// rawClient starts the plugin binary at path over go-plugin with AutoMTLS and nothing
+// of ours (no checksum, no supervisor, no dispatcher), configured with dataDir.
+func rawClient(tb testing.TB, path, dataDir string) (*host.Client, *plugin.Client) {
+	tb.Helper()
+	cmd := exec.Command(path)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	c := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  host.Handshake,
+		VersionedPlugins: host.PluginSets(),
+		Cmd:              cmd,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		SkipHostEnv:      true,
+		GRPCDialOptions:  host.DialOptions(),
+		Logger:           hclog.NewNullLogger(),
+		StartTimeout:     30 * time.Second,
+	})
+	cp, err := c.Client()
+	if err != nil {
+		c.Kill()
+		tb.Fatal(err)
+	}
+	hc, err := host.Dispense(cp)
+	if err != nil {
+		c.Kill()
+		tb.Fatal(err)
+	}
+	if dataDir != "" {
+		if err := hc.Configure(context.Background(), sdk.Config{DataDir: dataDir}); err != nil {
+			c.Kill()
+			tb.Fatal(err)
+		}
+	}
+	return hc, c
+}
+
+// BenchmarkRawWarmAction is BenchmarkWarmAction over a bare go-plugin client.
+func BenchmarkRawWarmAction(b *testing.B) {
+	hc, c := rawClient(b, binPath(tagsBin), b.TempDir())
+	defer c.Kill()
+	ctx := context.Background()
+	var lat []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		rows := 0
+		res, err := hc.Execute(ctx, host.Command{Action: "count"}, func(r []string) error { rows += len(r); return nil })
+		lat = append(lat, time.Since(start))
+		if err != nil || res.Code != 0 || rows != 1 {
+			b.Fatalf("tags count: %v %+v rows %d", err, res, rows)
+		}
+	}
+	reportLatencies(b, lat)
+}
+
+// BenchmarkRawUnary: the cheapest round trip there is, a Describe over a bare
+// go-plugin client (the floor under every warm command).
+func BenchmarkRawUnary(b *testing.B) {
+	hc, c := rawClient(b, binPath(sleeperBin), "")
+	defer c.Kill()
+	ctx := context.Background()
+	var lat []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if _, err := hc.Describe(ctx); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	reportLatencies(b, lat)
+}
+
+// BenchmarkChildStart: a new supervisor starting the tags child and running its
+// first command (binary checks, SHA-256, handshake, Describe, Configure, Execute).
+func BenchmarkChildStart(b *testing.B) {
+	dir := pluginDir(b, tagsBin)
+	data := b.TempDir()
+	for b.Loop() {
+		s, err := supervisor.New(supervisor.Options{PluginDir: dir, DataDir: data})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := s.Execute(context.Background(), supervisor.Request{Plugin: "tags", Action: "count", Timeout: 30 * time.Second}, func([]string) error { return nil })
+		s.Close()
+		if err != nil || res.Code != 0 {
+			b.Fatalf("tags count: %v %+v", err, res)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed())/float64(b.N)/float64(time.Millisecond), "ms/op")
+}
+
+// BenchmarkRawChildStart is BenchmarkChildStart over a bare go-plugin client.
+func BenchmarkRawChildStart(b *testing.B) {
+	data := b.TempDir()
+	for b.Loop() {
+		hc, c := rawClient(b, binPath(tagsBin), data)
+		if _, err := hc.Describe(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		res, err := hc.Execute(context.Background(), host.Command{Action: "count"}, func([]string) error { return nil })
+		c.Kill()
+		if err != nil || res.Code != 0 {
+			b.Fatalf("tags count: %v %+v", err, res)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed())/float64(b.N)/float64(time.Millisecond), "ms/op")
+}
+
+// relayRows is the size of the relay benchmarks' answer.
+const relayRows = 100_000
+
+// BenchmarkRelay100k: a 100,000-row answer through the supervisor. Target: at least
+// 1,000,000 rows/s.
+func BenchmarkRelay100k(b *testing.B) {
+	s := newSupervisor(b, supervisor.Options{}, sleeperBin)
+	runningPid(b, s, "sleeper")
+	req := supervisor.Request{Plugin: "sleeper", Action: "rows", Params: map[string]string{"n": strconv.Itoa(relayRows)}, Timeout: 60 * time.Second}
+	for b.Loop() {
+		rows := 0
+		res, err := s.Execute(context.Background(), req, func(r []string) error { rows += len(r); return nil })
+		if err != nil || res.Code != 0 || rows != relayRows {
+			b.Fatalf("rows: %v %+v, %d rows", err, res, rows)
+		}
+	}
+	b.ReportMetric(float64(relayRows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkRawRelay100k is BenchmarkRelay100k over a bare go-plugin client.
+func BenchmarkRawRelay100k(b *testing.B) {
+	hc, c := rawClient(b, binPath(sleeperBin), "")
+	defer c.Kill()
+	for b.Loop() {
+		rows := 0
+		res, err := hc.Execute(context.Background(), host.Command{Action: "rows", Params: map[string]string{"n": strconv.Itoa(relayRows)}},
+			func(r []string) error { rows += len(r); return nil })
+		if err != nil || res.Code != 0 || rows != relayRows {
+			b.Fatalf("rows: %v %+v, %d rows", err, res, rows)
+		}
+	}
+	b.ReportMetric(float64(relayRows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkColdExec: the whole `yuzu-agent exec tags count` process. Target: at most
+// 100 ms.
+func BenchmarkColdExec(b *testing.B) {
+	w := newWorld(b, tagsBin)
+	for b.Loop() {
+		r := w.exec("tags", "count")
+		if r.code != 0 || r.stdout != "count|0\n"+undeclared {
+			b.Fatalf("exec tags count:\n%s", r)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed())/float64(b.N)/float64(time.Millisecond), "ms/op")
+}
+
+var rssprobe = sync.OnceValues(func() (string, error) {
+	out := filepath.Join(built.binDir, "rssprobe")
+	cmd := exec.Command("go", "build", "-o", out, "./integration/cmd/rssprobe")
+	cmd.Dir = built.root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build rssprobe: %v\n%s", err, b)
+	}
+	return out, nil
+})
+
+// BenchmarkIdleRSS: resident memory of a process holding the supervisor with one warm
+// tags child, after idling 2 s (cmd/rssprobe). Target: host + child at most 45 MiB.
+func BenchmarkIdleRSS(b *testing.B) {
+	probe, err := rssprobe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := pluginDir(b, tagsBin)
+	var host, child float64
+	for b.Loop() {
+		out, err := exec.Command(probe, "-plugin-dir", dir, "-data-dir", b.TempDir(), "-idle", "2s").CombinedOutput()
+		if err != nil {
+			b.Fatalf("rssprobe: %v\n%s", err, out)
+		}
+		var h, c int
+		if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "host_kib=%d child_kib=%d", &h, &c); err != nil {
+			b.Fatalf("rssprobe said %q: %v", out, err)
+		}
+		host, child = float64(h)/1024, float64(c)/1024
+	}
+	b.ReportMetric(host, "host-MiB")
+	b.ReportMetric(child, "child-MiB")
+	b.ReportMetric(host+child, "total-MiB")
+}

@@ -1,0 +1,347 @@
+//go:build linux
+
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestExecAgentErrors checks the answers to failures of the agent rather than the
+// plugin (DECISIONS 2), and the plugin's own answer to an unknown action.
+func TestExecAgentErrors(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tagsBin)
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown plugin", []string{"nope", "count"}, agentError("plugin not found: nope")},
+		// The contract's unknown-action row has no error| prefix.
+		{"unknown action", []string{"tags", "nope"}, "unknown action: nope\n" + undeclared + rc1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			w.expect(c.want, 1, c.args...)
+		})
+	}
+	t.Run("plugin dir missing", func(t *testing.T) {
+		t.Parallel()
+		missing := filepath.Join(t.TempDir(), "absent")
+		r := runAgent(t, nil, "--plugin-dir", missing, "--data-dir", t.TempDir(), "exec", "tags", "count")
+		if r.code != 1 || !strings.HasPrefix(r.stdout, "error|plugin dir "+missing+": ") || !strings.HasSuffix(r.stdout, "\n"+undeclared+rc1) {
+			t.Errorf("want one error row naming %s, rc 1:\n%s", missing, r)
+		}
+	})
+}
+
+// TestUsageErrors: bad flags or arguments print usage on stderr and exit 2, with
+// nothing on stdout.
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tagsBin)
+	dirs := []string{"--plugin-dir", w.pluginDir, "--data-dir", w.dataDir}
+	cases := []struct {
+		name    string
+		args    []string
+		message string
+	}{
+		{"parameter without =", append(dirs, "exec", "tags", "set", "keyvalue"), `parameter "keyvalue": want key=value`},
+		{"parameter with empty key", append(dirs, "exec", "tags", "set", "=v"), `parameter "=v": want key=value`},
+		{"parameter given twice", append(dirs, "exec", "tags", "set", "key=a", "key=b"), `parameter "key" given twice`},
+		{"definition parameter without =", append(dirs, "exec", "device.tags.get", "key"), `parameter "key": want key=value`},
+		{"missing action", append(dirs, "exec", "tags"), "exec tags: missing ACTION"},
+		{"exec alone", append(dirs, "exec"), "exec needs PLUGIN ACTION or DEFINITION-ID"},
+		{"no command", dirs, "no command given"},
+		{"unknown command", append(dirs, "frobnicate"), `unknown command "frobnicate"`},
+		{"unknown flag before", append([]string{"--bogus"}, append(dirs, "exec", "tags", "count")...), "unknown flag --bogus"},
+		{"unknown flag after", append(dirs, "exec", "tags", "count", "--bogus"), "unknown flag --bogus"},
+		{"flag without value", append(dirs, "exec", "tags", "count", "--timeout"), "flag --timeout needs a value"},
+		{"negative timeout", append(dirs, "--timeout", "-5", "exec", "tags", "count"), `--timeout "-5": must be positive`},
+		{"bad timeout", append(dirs, "--timeout=soon", "exec", "tags", "count"), `--timeout "soon"`},
+		{"bad log level", append(dirs, "--log-level", "loud", "exec", "tags", "count"), `--log-level "loud"`},
+		{"bad log format", append(dirs, "--log-format", "xml", "exec", "tags", "count"), `--log-format "xml"`},
+		{"plugins bad subcommand", append(dirs, "plugins", "remove"), `plugins: unknown subcommand "remove"`},
+		{"plugins add without file", append(dirs, "plugins", "add"), "plugins add needs exactly one FILE"},
+		{"describe without plugin", append(dirs, "describe"), "describe needs exactly one PLUGIN"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			r := runAgent(t, nil, c.args...)
+			if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "yuzu-agent: "+c.message) || !strings.Contains(r.stderr, "usage: yuzu-agent") {
+				t.Errorf("want exit 2, no stdout, %q and the usage on stderr:\n%s", c.message, r)
+			}
+		})
+	}
+	t.Run("bad YUZU_TIMEOUT", func(t *testing.T) {
+		t.Parallel()
+		r := runAgent(t, append(baseEnv(), "YUZU_TIMEOUT=0"), append(dirs, "exec", "tags", "count")...)
+		if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, `--timeout "0": must be positive`) {
+			t.Errorf("want exit 2 and the timeout problem on stderr:\n%s", r)
+		}
+	})
+}
+
+// TestGlobalFlags: flags are accepted before and after the subcommand, in both
+// --flag value and --flag=value forms, and from YUZU_* variables; a flag beats its
+// variable (DECISIONS 28).
+func TestGlobalFlags(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tagsBin)
+	w.expect("tag_set|where|here\n"+undeclared, 0, "tags", "set", "key=where", "value=here")
+	want := "tag|where|here\n" + undeclared
+	wrong := t.TempDir() // an empty dir: plugin not found, empty data
+	cases := []struct {
+		name string
+		env  []string
+		args []string
+	}{
+		{"before", nil, []string{"--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "exec", "tags", "get", "key=where"}},
+		{"after", nil, []string{"exec", "tags", "get", "key=where", "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir}},
+		{"between", nil, []string{"exec", "--plugin-dir=" + w.pluginDir, "tags", "--data-dir=" + w.dataDir, "get", "key=where"}},
+		{"mixed with single dash", nil, []string{"-plugin-dir", w.pluginDir, "exec", "tags", "get", "key=where", "-data-dir=" + w.dataDir}},
+		{"environment", []string{"YUZU_PLUGIN_DIR=" + w.pluginDir, "YUZU_DATA_DIR=" + w.dataDir}, []string{"exec", "tags", "get", "key=where"}},
+		{"flag beats environment", []string{"YUZU_PLUGIN_DIR=" + wrong, "YUZU_DATA_DIR=" + wrong},
+			[]string{"exec", "tags", "get", "key=where", "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir}},
+		{"other variables", []string{"YUZU_PLUGIN_DIR=" + w.pluginDir, "YUZU_DATA_DIR=" + w.dataDir, "YUZU_TIMEOUT=30s",
+			"YUZU_AGENT_ID=agent-7", "YUZU_LOG_LEVEL=error", "YUZU_LOG_FORMAT=json"}, []string{"exec", "tags", "get", "key=where"}},
+		{"double dash ends flags", nil, []string{"--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "exec", "--", "tags", "get", "key=where"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var env []string
+			if c.env != nil {
+				env = append(baseEnv(), c.env...)
+			}
+			r := runAgent(t, env, c.args...)
+			if r.stdout != want || r.code != 0 {
+				t.Errorf("got:\n%s\nwant stdout %q", r, want)
+			}
+		})
+	}
+	t.Run("version", func(t *testing.T) {
+		t.Parallel()
+		re := regexp.MustCompile(`^yuzu-agent \S+ \(commit \S+, linux/\w+\)\n$`)
+		for _, args := range [][]string{{"--version"}, {"version"}, {"exec", "--version"}} {
+			r := runAgent(t, nil, args...)
+			if r.code != 0 || !re.MatchString(r.stdout) {
+				t.Errorf("%v: want the version line:\n%s", args, r)
+			}
+		}
+	})
+	t.Run("help", func(t *testing.T) {
+		t.Parallel()
+		r := runAgent(t, nil, "--help")
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "usage: yuzu-agent") {
+			t.Errorf("want usage on stdout, exit 0:\n%s", r)
+		}
+	})
+}
+
+// TestRefusedBinaries: a plugin binary that may not run is refused with a message
+// naming the file, and the command fails with exit 1 (ARCHITECTURE, supervisor
+// duties). Others in the same dir still run.
+func TestRefusedBinaries(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		spoil  func(t *testing.T, dir string) // makes tags unusable
+		reason string
+	}{
+		{"tampered", func(t *testing.T, dir string) {
+			f, err := os.OpenFile(filepath.Join(dir, tagsBin), os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Write([]byte{0}); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}, "SHA-256 does not match plugins.sha256"},
+		{"group-writable", func(t *testing.T, dir string) {
+			if err := os.Chmod(filepath.Join(dir, tagsBin), 0o775); err != nil {
+				t.Fatal(err)
+			}
+		}, "group- or world-writable (mode 0775)"},
+		{"world-writable", func(t *testing.T, dir string) {
+			if err := os.Chmod(filepath.Join(dir, tagsBin), 0o757); err != nil {
+				t.Fatal(err)
+			}
+		}, "group- or world-writable (mode 0757)"},
+		{"unlisted", func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, "plugins.sha256"), built.sums[sleeperBin]+"  "+sleeperBin+"\n", 0o644)
+		}, "not listed in plugins.sha256 (add it with `yuzu-agent plugins add`)"},
+		{"listed with another checksum", func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, "plugins.sha256"), built.sums[sleeperBin]+"  "+tagsBin+"\n"+built.sums[sleeperBin]+"  "+sleeperBin+"\n", 0o644)
+		}, "SHA-256 does not match plugins.sha256"},
+		{"no manifest", func(t *testing.T, dir string) {
+			if err := os.Remove(filepath.Join(dir, "plugins.sha256")); err != nil {
+				t.Fatal(err)
+			}
+		}, "no plugins.sha256 in the plugin dir"},
+		{"bad manifest", func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, "plugins.sha256"), "not a checksum line\n", 0o644)
+		}, "unusable manifest: plugins.sha256 line 1: want `<sha256 hex>  <file name>`"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, sleeperBin)
+			w.pluginDir = copyPluginDir(t, tagsBin, sleeperBin)
+			c.spoil(t, w.pluginDir)
+			path := filepath.Join(w.pluginDir, tagsBin)
+			w.expect(agentError("plugin binary "+path+" refused: "+c.reason), 1, "tags", "count")
+			if c.name == "unlisted" || c.name == "tampered" || c.name == "group-writable" || c.name == "world-writable" {
+				w.expect("ok|sleeper\n"+undeclared, 0, "sleeper", "ok")
+			}
+			if _, err := os.Stat(filepath.Join(w.dataDir, "tags.json")); err == nil {
+				t.Errorf("a refused plugin wrote tags.json")
+			}
+		})
+	}
+}
+
+// TestJunkInPluginDir: files that are not plugin binaries are ignored, and a
+// misnamed or unusable plugin binary does not stop the others.
+func TestJunkInPluginDir(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tagsBin)
+	d := w.pluginDir
+	writeFile(t, filepath.Join(d, "README"), "plugins live here\n", 0o644)
+	writeFile(t, filepath.Join(d, "random.bin"), "\x7fELF\x00\x01\x02junk", 0o755)
+	writeFile(t, filepath.Join(d, "yuzu-plugin-foo-bar"), "#!/bin/sh\necho hi\n", 0o755)
+	writeFile(t, filepath.Join(d, "yuzu-plugin-tags.tmp.0123456789abcdef"), "half-written", 0o755)
+	writeFile(t, filepath.Join(d, "yuzu-plugin-"), "no name", 0o755)
+	for _, sub := range []string{"subdir", "yuzu-plugin-adir"} {
+		if err := os.Mkdir(filepath.Join(d, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/nonexistent", filepath.Join(d, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	w.expect("tag_set|k|v\n"+undeclared, 0, "tags", "set", "key=k", "value=v")
+	w.expect("tag|k|v\n"+undeclared, 0, "tags", "get", "key=k")
+	w.expect(agentError("plugin binary "+filepath.Join(d, "yuzu-plugin-foo-bar")+" refused: plugin name must be 1-64 letters, digits or underscores"), 1, "foo-bar", "x")
+
+	// `plugins` shows every plugin binary with its state; not all are running, so it
+	// exits 1.
+	r := runAgent(t, nil, "--plugin-dir", d, "--data-dir", w.dataDir, "plugins")
+	if r.code != 1 {
+		t.Errorf("plugins with refused binaries: want exit 1:\n%s", r)
+	}
+	rows := tableRows(r.stdout)
+	for name, state := range map[string]string{"tags": "running", "foo-bar": "refused", "adir": "refused"} {
+		if rows[name] == nil || rows[name][2] != state {
+			t.Errorf("plugins: want %s %s, have %v\n%s", name, state, rows[name], r.stdout)
+		}
+	}
+	for _, junk := range []string{"README", "random.bin", "subdir", "dangling", "tags.tmp.0123456789abcdef"} {
+		if rows[junk] != nil {
+			t.Errorf("plugins lists %s, which is not a plugin binary:\n%s", junk, r.stdout)
+		}
+	}
+}
+
+// tableRows splits the `plugins` table into fields, keyed by the NAME column.
+func tableRows(out string) map[string][]string {
+	rows := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 0 {
+			rows[f[0]] = f
+		}
+	}
+	return rows
+}
+
+// TestPluginsList: `plugins` lists name, version and state of every plugin.
+func TestPluginsList(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tagsBin, sleeperBin, crasherBin)
+	r := runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins")
+	if r.code != 0 {
+		t.Fatalf("plugins: want exit 0:\n%s", r)
+	}
+	lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
+	if len(lines) != 4 || strings.Join(strings.Fields(lines[0]), " ") != "NAME VERSION STATE RESTARTS LAST ERROR ACTIONS" {
+		t.Fatalf("plugins: want a header and three rows:\n%s", r.stdout)
+	}
+	want := [][]string{
+		{"crasher", "0.0.1", "running", "0", "-", "ok,crash,kill,panic"},
+		{"sleeper", "0.0.1", "running", "0", "-", "ok,sleep,sleep_ctx,rows,env,pid"},
+		{"tags", "0.1.0", "running", "0", "-", "set,get,get_all,delete,check,clear,count"},
+	}
+	for i, fields := range want {
+		if got := strings.Fields(lines[i+1]); strings.Join(got, " ") != strings.Join(fields, " ") {
+			t.Errorf("plugins row %d = %q, want %q", i+1, got, fields)
+		}
+	}
+	d := runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "describe", "tags")
+	if d.code != 0 || !strings.HasPrefix(d.stdout, "name: tags\nversion: 0.1.0\n") || !regexp.MustCompile(`\n  set +linux=supported\(local_json_store\) +darwin=supported`).MatchString(d.stdout) {
+		t.Errorf("describe tags:\n%s", d)
+	}
+	d = runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "describe", "nope")
+	if d.code != 1 || !strings.Contains(d.stderr, "plugin not found: nope") {
+		t.Errorf("describe nope: want exit 1 and plugin not found:\n%s", d)
+	}
+}
+
+// TestPluginsAdd: a third-party plugin (the SDK's hello example) is trusted with
+// `plugins add` and then runs; a file that is not a plugin is not added.
+func TestPluginsAdd(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tagsBin)
+	elsewhere := filepath.Join(t.TempDir(), helloBin)
+	if err := copyFile(binPath(helloBin), elsewhere, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w.expect(agentError("plugin not found: hello"), 1, "hello", "greet", "name=x")
+	r := runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins", "add", elsewhere)
+	dest := filepath.Join(w.pluginDir, helloBin)
+	wantOut := "added " + dest + ": hello 1.0.0, 1 actions, sha256 " + built.sums[helloBin] + "\n"
+	if r.code != 0 || r.stdout != wantOut {
+		t.Fatalf("plugins add: want %q:\n%s", wantOut, r)
+	}
+	manifest := readFile(t, filepath.Join(w.pluginDir, "plugins.sha256"))
+	if !strings.Contains(manifest, built.sums[helloBin]+"  "+helloBin+"\n") || !strings.Contains(manifest, built.sums[tagsBin]+"  "+tagsBin+"\n") {
+		t.Errorf("manifest after add:\n%s", manifest)
+	}
+	if fi, err := os.Stat(dest); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("added binary: %v %v", fi, err)
+	}
+	w.expect("greeting|Hello, x!\n"+undeclared, 0, "hello", "greet", "name=x")
+	w.expect("count|0\n"+undeclared, 0, "tags", "count")
+
+	// Adding the file already in the plugin dir again is harmless.
+	r = runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins", "add", dest)
+	if r.code != 0 || r.stdout != wantOut {
+		t.Errorf("plugins add again: want %q:\n%s", wantOut, r)
+	}
+
+	// A program that is not a yuzu plugin is refused and the manifest is unchanged.
+	fake := filepath.Join(t.TempDir(), "yuzu-plugin-fake")
+	writeFile(t, fake, "#!/bin/sh\nexit 0\n", 0o755)
+	before := readFile(t, filepath.Join(w.pluginDir, "plugins.sha256"))
+	r = runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins", "add", fake)
+	if r.code != 1 || !strings.Contains(r.stderr, "does not work as a yuzu plugin, manifest left unchanged") {
+		t.Errorf("plugins add of a non-plugin: want exit 1 and why:\n%s", r)
+	}
+	if after := readFile(t, filepath.Join(w.pluginDir, "plugins.sha256")); after != before {
+		t.Errorf("manifest changed by a failed add:\n%s", after)
+	}
+	// A file not named like a plugin binary is refused up front.
+	r = runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins", "add", binPath(agentBin))
+	if r.code != 1 || !strings.Contains(r.stderr, "must start with yuzu-plugin-") {
+		t.Errorf("plugins add of a misnamed file: want exit 1:\n%s", r)
+	}
+}

@@ -1,0 +1,222 @@
+//go:build linux
+
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestExecPluginFailures: a plugin that crashes, panics or hangs during a command ends
+// that command honestly (DECISIONS 22 and 30); rows it sent before stay in the answer.
+func TestExecPluginFailures(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, crasherBin, sleeperBin)
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"exit", []string{"crasher", "crash"}, "before|crash\n" + agentError("plugin crashed: crasher exited during the command")},
+		{"sigkill", []string{"crasher", "kill"}, "before|kill\n" + agentError("plugin crashed: crasher exited during the command")},
+		// A panic is caught by the SDK: the plugin answers, it does not die.
+		{"panic", []string{"crasher", "panic"}, "error|plugin panicked in panic: crasher was asked to panic\n" + undeclared + rc1},
+		{"hang past the deadline", []string{"--timeout", "1", "sleeper", "sleep", "seconds=60"}, agentError("plugin timed out after 1s")},
+		// A handler that honours its context ends by itself at the deadline.
+		{"context deadline", []string{"--timeout", "1s", "sleeper", "sleep_ctx", "seconds=60"}, "error|cancelled: context deadline exceeded\n" + undeclared + rc1},
+		{"ok", []string{"crasher", "ok"}, "ok|crasher\n" + undeclared},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			w.expect(c.want, 1-boolInt(c.name == "ok"), c.args...)
+		})
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestExecPluginEnvironment: the plugin child inherits only the allow-list of
+// DECISIONS 31 (plus what go-plugin itself passes for the handshake).
+func TestExecPluginEnvironment(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, sleeperBin)
+	env := []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"HOME=/home/test",
+		"LANG=C.UTF-8",
+		"LC_TIME=en_GB.UTF-8",
+		"TZ=Europe/Paris",
+		"USER=tester",
+		"YUZU_SECRET_TOKEN=hunter2",
+		"AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI",
+		"LD_PRELOAD=/nonexistent.so",
+		"YUZU_PLUGIN_DIR=" + w.pluginDir,
+		"YUZU_DATA_DIR=" + w.dataDir,
+	}
+	r := runAgent(t, env, "exec", "sleeper", "env")
+	if r.code != 0 || !strings.HasSuffix(r.stdout, undeclared) {
+		t.Fatalf("exec sleeper env:\n%s", r)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSuffix(r.stdout, undeclared), "\n") {
+		if line == "" {
+			continue
+		}
+		kind, rest, _ := strings.Cut(line, "|")
+		k, v, _ := strings.Cut(rest, "|")
+		if kind != "env" {
+			t.Fatalf("unexpected row %q", line)
+		}
+		got[k] = v
+	}
+	for _, kv := range env[:6] {
+		k, v, _ := strings.Cut(kv, "=")
+		if got[k] != v {
+			t.Errorf("plugin environment: %s = %q, want %q", k, got[k], v)
+		}
+	}
+	allowed := map[string]bool{
+		"PATH": true, "HOME": true, "USER": true, "LOGNAME": true, "TMPDIR": true, "TMP": true, "TEMP": true,
+		"LANG": true, "LC_ALL": true, "TZ": true, "DBUS_SYSTEM_BUS_ADDRESS": true,
+		"YUZU_PLUGIN_MAGIC_COOKIE": true, // go-plugin's handshake
+	}
+	for k := range got {
+		switch {
+		case allowed[k], strings.HasPrefix(k, "LC_"), strings.HasPrefix(k, "PLUGIN_"): // PLUGIN_*: go-plugin's own
+		default:
+			t.Errorf("plugin environment has %s=%q, which is not on the allow-list", k, got[k])
+		}
+	}
+	for _, secret := range []string{"YUZU_SECRET_TOKEN", "AWS_SECRET_ACCESS_KEY", "LD_PRELOAD"} {
+		if _, leaked := got[secret]; leaked {
+			t.Errorf("%s reached the plugin", secret)
+		}
+	}
+}
+
+// TestAgentKilledLeavesNoChild: after SIGKILL of the agent during a command, its
+// plugin child is gone within 2 s (ARCHITECTURE: no orphans, ever).
+func TestAgentKilledLeavesNoChild(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, sleeperBin)
+	plugin := filepath.Join(w.pluginDir, sleeperBin)
+	ctx, cancel := context.WithTimeout(context.Background(), agentTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binPath(agentBin), "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "exec", "sleeper", "sleep", "seconds=60")
+	cmd.Env = baseEnv()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	agentPid := cmd.Process.Pid
+	var child int
+	for deadline := time.Now().Add(30 * time.Second); child == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("no plugin child of agent %d appeared\nstderr:\n%s", agentPid, stderr.String())
+		}
+		for _, pid := range childrenOf(agentPid) {
+			if exePath(pid) == plugin {
+				child = pid
+			}
+		}
+	}
+	// Let the command reach the handler, so the kill lands mid-command.
+	time.Sleep(300 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	killed := time.Now()
+	for alive(child) || len(processesOf(plugin)) > 0 {
+		if time.Since(killed) > 2*time.Second {
+			t.Fatalf("plugin child %d (%s) still alive 2 s after the agent was killed; processes running %s: %v",
+				child, procState(child), plugin, processesOf(plugin))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("plugin child %d gone %s after SIGKILL of agent %d", child, time.Since(killed).Round(time.Millisecond), agentPid)
+}
+
+// childrenOf lists the child pids of pid from /proc/<pid>/task/*/children.
+func childrenOf(pid int) []int {
+	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
+	var out []int
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, s := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(s); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// exePath is the binary a process runs, or "" when it is gone (or a zombie).
+func exePath(pid int) string {
+	p, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
+// procState is the one-letter state of a process from /proc/<pid>/stat ("" when gone).
+func procState(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2 : i+3]
+	}
+	return "?"
+}
+
+// alive reports whether pid is a live process: a zombie has exited and counts as
+// gone (whoever adopted it reaps it when it gets round to it).
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	st := procState(pid)
+	return st != "" && st != "Z" && st != "X"
+}
+
+// processesOf lists the live processes running the binary at path.
+func processesOf(path string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if exePath(pid) == path && alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}

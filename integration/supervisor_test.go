@@ -1,0 +1,418 @@
+//go:build linux
+
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/yuzugo/yuzu/agent/dispatch"
+	"github.com/yuzugo/yuzu/agent/supervisor"
+	"github.com/yuzugo/yuzu/sdk"
+)
+
+// newSupervisor starts a supervisor over a fresh plugin dir holding the named plugins.
+// Zero durations in opts take short test values, not the production defaults; its
+// log is printed when the test fails.
+func newSupervisor(t testing.TB, opts supervisor.Options, plugins ...string) *supervisor.Supervisor {
+	t.Helper()
+	if opts.PluginDir == "" {
+		opts.PluginDir = pluginDir(t, plugins...)
+	}
+	if opts.DataDir == "" {
+		opts.DataDir = t.TempDir()
+	}
+	if opts.BackoffMin == 0 {
+		opts.BackoffMin = 20 * time.Millisecond
+	}
+	if opts.BackoffMax == 0 {
+		opts.BackoffMax = 200 * time.Millisecond
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 30 * time.Second
+	}
+	logs := &lockedBuffer{}
+	if opts.Logger == nil {
+		opts.Logger = hclog.New(&hclog.LoggerOptions{Name: "yuzu-agent", Level: hclog.Debug, Output: logs, IndependentLevels: true})
+	}
+	s, err := supervisor.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Close()
+		if t.Failed() {
+			t.Logf("supervisor log:\n%s", logs.String())
+		}
+	})
+	return s
+}
+
+// outcome is one command's rows, result and error, and how long it took.
+type outcome struct {
+	rows []string
+	res  sdk.Result
+	err  error
+	took time.Duration
+}
+
+func (o outcome) String() string {
+	return fmt.Sprintf("rows %q, result %+v, error %v, took %s", o.rows, o.res, o.err, o.took.Round(time.Millisecond))
+}
+
+// execute runs one command through an executor (a supervisor or a dispatcher's Do).
+func execute(ctx context.Context, do func(context.Context, supervisor.Request, func([]string) error) (sdk.Result, error), req supervisor.Request) outcome {
+	var o outcome
+	var mu sync.Mutex
+	start := time.Now()
+	o.res, o.err = do(ctx, req, func(rows []string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		o.rows = append(o.rows, rows...)
+		return nil
+	})
+	o.took = time.Since(start)
+	return o
+}
+
+// mustOK runs a command that must succeed with exactly the given rows.
+func mustOK(t testing.TB, s *supervisor.Supervisor, plugin, action string, params map[string]string, rows ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	o := execute(ctx, s.Execute, supervisor.Request{Plugin: plugin, Action: action, Params: params, Timeout: 20 * time.Second})
+	if o.err != nil || o.res.Code != 0 || strings.Join(o.rows, "\n") != strings.Join(rows, "\n") {
+		t.Fatalf("%s %s: want rows %q: %s", plugin, action, rows, o)
+	}
+}
+
+// statusOf returns the status of one plugin.
+func statusOf(t testing.TB, s *supervisor.Supervisor, name string) supervisor.Status {
+	t.Helper()
+	for _, st := range s.Status() {
+		if st.Name == name {
+			return st
+		}
+	}
+	t.Fatalf("no status for %s in %+v", name, s.Status())
+	return supervisor.Status{}
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// runningPid starts the plugin if needed and returns its child's pid.
+func runningPid(t testing.TB, s *supervisor.Supervisor, plugin string) int {
+	t.Helper()
+	mustOK(t, s, plugin, "ok", nil, "ok|"+plugin)
+	st := statusOf(t, s, plugin)
+	if st.State != supervisor.StateRunning || st.Pid <= 0 {
+		t.Fatalf("%s after a command: %+v", plugin, st)
+	}
+	return st.Pid
+}
+
+// TestSupervisorChildKilledMidCommand: SIGKILL of the child while a command runs ends
+// that command with a *CrashedError; the plugin is restarted and the next command
+// succeeds.
+func TestSupervisorChildKilledMidCommand(t *testing.T) {
+	t.Parallel()
+	s := newSupervisor(t, supervisor.Options{}, sleeperBin)
+	pid := runningPid(t, s, "sleeper")
+	done := make(chan outcome, 1)
+	go func() {
+		done <- execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Action: "sleep_ctx", Params: map[string]string{"seconds": "30"}})
+	}()
+	time.Sleep(300 * time.Millisecond) // let the command reach the handler
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var o outcome
+	select {
+	case o = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the command did not end after its plugin was killed")
+	}
+	var crashed *supervisor.CrashedError
+	if !errors.As(o.err, &crashed) || !strings.HasPrefix(o.err.Error(), "plugin crashed: ") || crashed.Plugin != "sleeper" {
+		t.Fatalf("want *CrashedError \"plugin crashed: ...\": %s", o)
+	}
+	mustOK(t, s, "sleeper", "ok", nil, "ok|sleeper")
+	st := statusOf(t, s, "sleeper")
+	if st.Pid == pid || st.Restarts != 1 || st.State != supervisor.StateRunning {
+		t.Errorf("after the restart: %+v (old pid %d)", st, pid)
+	}
+}
+
+// TestSupervisorCrashKeepsRows: rows sent before a crash are relayed, then the
+// command ends with *CrashedError.
+func TestSupervisorCrashKeepsRows(t *testing.T) {
+	t.Parallel()
+	s := newSupervisor(t, supervisor.Options{}, crasherBin)
+	for _, action := range []string{"crash", "kill"} {
+		o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "crasher", Action: action, Timeout: 20 * time.Second})
+		var crashed *supervisor.CrashedError
+		if !errors.As(o.err, &crashed) || o.err.Error() != "plugin crashed: crasher exited during the command" || strings.Join(o.rows, ",") != "before|"+action {
+			t.Errorf("%s: want row before|%s then plugin crashed: %s", action, action, o)
+		}
+		mustOK(t, s, "crasher", "ok", nil, "ok|crasher")
+	}
+}
+
+// TestSupervisorTimeout: a handler that ignores its context is killed at deadline
+// plus grace; the command ends with *TimeoutError, another command on the same child
+// with *CrashedError saying why, and the next command succeeds (DECISIONS 30).
+func TestSupervisorTimeout(t *testing.T) {
+	t.Parallel()
+	s := newSupervisor(t, supervisor.Options{Grace: 300 * time.Millisecond}, sleeperBin)
+	runningPid(t, s, "sleeper")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	bystander := make(chan outcome, 1)
+	go func() {
+		bystander <- execute(ctx, s.Execute, supervisor.Request{ID: "bystander", Plugin: "sleeper", Action: "sleep", Params: map[string]string{"seconds": "30"}})
+	}()
+	time.Sleep(100 * time.Millisecond)
+	o := execute(ctx, s.Execute, supervisor.Request{ID: "late", Plugin: "sleeper", Action: "sleep", Params: map[string]string{"seconds": "30"}, Timeout: time.Second})
+	var timeout *supervisor.TimeoutError
+	if !errors.As(o.err, &timeout) || o.err.Error() != "plugin timed out after 1s" {
+		t.Errorf("want *TimeoutError \"plugin timed out after 1s\": %s", o)
+	}
+	if o.took < time.Second+300*time.Millisecond {
+		t.Errorf("killed before deadline plus grace: %s", o)
+	}
+	b := <-bystander
+	var crashed *supervisor.CrashedError
+	if !errors.As(b.err, &crashed) || b.err.Error() != "plugin crashed: stopped after another command timed out" {
+		t.Errorf("bystander: want \"plugin crashed: stopped after another command timed out\": %s", b)
+	}
+	mustOK(t, s, "sleeper", "ok", nil, "ok|sleeper")
+}
+
+// TestSupervisorRestartBudget: six crashes in quick succession spend the budget of
+// five restarts; the plugin is failed and the next command answers at once with
+// *FailedError (DECISIONS 32).
+func TestSupervisorRestartBudget(t *testing.T) {
+	t.Parallel()
+	s := newSupervisor(t, supervisor.Options{BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond}, crasherBin)
+	for i := 1; i <= 6; i++ {
+		o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "crasher", Action: "kill", Timeout: 20 * time.Second})
+		var crashed *supervisor.CrashedError
+		if !errors.As(o.err, &crashed) {
+			t.Fatalf("crash %d: want *CrashedError: %s", i, o)
+		}
+	}
+	waitFor(t, 5*time.Second, "state failed", func() bool { return statusOf(t, s, "crasher").State == supervisor.StateFailed })
+	o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "crasher", Action: "ok", Timeout: 20 * time.Second})
+	var failed *supervisor.FailedError
+	if !errors.As(o.err, &failed) || !strings.HasPrefix(o.err.Error(), "plugin crasher failed: restarted 5 times within 1m0s") {
+		t.Fatalf("want *FailedError right away: %s", o)
+	}
+	if o.took > time.Second {
+		t.Errorf("a failed plugin should answer at once: %s", o)
+	}
+	if until := time.Until(failed.Until); until < 4*time.Minute || until > 5*time.Minute {
+		t.Errorf("failed until %s from now, want about 5 min", until)
+	}
+	st := statusOf(t, s, "crasher")
+	if st.Restarts != 6 || st.Pid != 0 || !strings.Contains(st.LastError, "restarted 5 times") {
+		t.Errorf("status of the failed plugin: %+v", st)
+	}
+}
+
+// TestSupervisorHealthPing: a child that stops answering (SIGSTOP) misses its pings
+// and is replaced.
+func TestSupervisorHealthPing(t *testing.T) {
+	t.Parallel()
+	s := newSupervisor(t, supervisor.Options{PingInterval: 200 * time.Millisecond, PingMisses: 2}, sleeperBin)
+	pid := runningPid(t, s, "sleeper")
+	path := exePath(pid)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Only signal the pid while it still runs our binary: once reaped, it may be
+		// someone else's.
+		if exePath(pid) == path && alive(pid) {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	waitFor(t, 15*time.Second, "a new sleeper child", func() bool {
+		st := statusOf(t, s, "sleeper")
+		return st.State == supervisor.StateRunning && st.Pid != 0 && st.Pid != pid
+	})
+	st := statusOf(t, s, "sleeper")
+	if st.Restarts != 1 || !strings.Contains(st.LastError, "no answer to 2 health pings") {
+		t.Errorf("after the health restart: %+v", st)
+	}
+	waitFor(t, 2*time.Second, "the stopped child to be gone", func() bool { return !alive(pid) })
+	mustOK(t, s, "sleeper", "ok", nil, "ok|sleeper")
+}
+
+// blockingExecutor lets a test know when a command has reached the supervisor.
+type blockingExecutor struct {
+	sup     *supervisor.Supervisor
+	entered chan string
+}
+
+func (b *blockingExecutor) Execute(ctx context.Context, req supervisor.Request, onRows func([]string) error) (sdk.Result, error) {
+	b.entered <- req.ID
+	return b.sup.Execute(ctx, req, onRows)
+}
+
+// TestDispatchQueueFull: with one slot and a queue of one, a third concurrent command
+// is refused at once with ErrQueueFull while the other two succeed.
+func TestDispatchQueueFull(t *testing.T) {
+	t.Parallel()
+	s := newSupervisor(t, supervisor.Options{}, sleeperBin)
+	runningPid(t, s, "sleeper")
+	ex := &blockingExecutor{sup: s, entered: make(chan string, 3)}
+	d := dispatch.New(ex, dispatch.Options{PerPlugin: 1, QueueSize: 1})
+	sleep := func(id string) supervisor.Request {
+		return supervisor.Request{ID: id, Plugin: "sleeper", Action: "sleep_ctx", Params: map[string]string{"seconds": "1.5"}, Timeout: 30 * time.Second}
+	}
+	results := make(chan outcome, 3)
+	go func() { results <- execute(context.Background(), d.Do, sleep("first")) }()
+	if id := <-ex.entered; id != "first" {
+		t.Fatalf("entered %s first", id)
+	}
+	// The slot is taken: of the next two, one waits in the queue and the other is
+	// refused. Which one is a race, so both are started together.
+	for _, id := range []string{"second", "third"} {
+		go func() { results <- execute(context.Background(), d.Do, sleep(id)) }()
+	}
+	var ok, full int
+	for range 3 {
+		o := <-results
+		switch {
+		case errors.Is(o.err, dispatch.ErrQueueFull):
+			full++
+			if o.err.Error() != "agent overloaded: command queue full" || o.took > time.Second {
+				t.Errorf("refused command: want the queue-full error at once: %s", o)
+			}
+		case o.err == nil && o.res.Code == 0 && strings.Join(o.rows, ",") == "slept|1.5s":
+			ok++
+		default:
+			t.Errorf("unexpected outcome: %s", o)
+		}
+	}
+	if ok != 2 || full != 1 {
+		t.Errorf("want 2 successes and 1 ErrQueueFull, have %d and %d", ok, full)
+	}
+}
+
+// TestDispatchConcurrent: eight concurrent commands through one dispatcher (default
+// options) and one supervisor all succeed with their own rows.
+func TestDispatchConcurrent(t *testing.T) {
+	t.Parallel()
+	s := newSupervisor(t, supervisor.Options{}, sleeperBin, tagsBin)
+	d := dispatch.New(s, dispatch.Options{})
+	var wg sync.WaitGroup
+	outs := make([]outcome, 8)
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := supervisor.Request{ID: fmt.Sprint(i), Plugin: "sleeper", Action: "rows", Params: map[string]string{"n": fmt.Sprint(100 * (i + 1))}, Timeout: 60 * time.Second}
+			if i%2 == 1 {
+				req = supervisor.Request{ID: fmt.Sprint(i), Plugin: "tags", Action: "set", Params: map[string]string{"key": fmt.Sprint("k", i), "value": fmt.Sprint(i)}, Timeout: 60 * time.Second}
+			}
+			outs[i] = execute(context.Background(), d.Do, req)
+		}()
+	}
+	wg.Wait()
+	for i, o := range outs {
+		if o.err != nil || o.res.Code != 0 {
+			t.Errorf("command %d: %s", i, o)
+			continue
+		}
+		if i%2 == 1 {
+			if want := fmt.Sprintf("tag_set|k%d|%d", i, i); strings.Join(o.rows, ",") != want {
+				t.Errorf("command %d: rows %q, want %q", i, o.rows, want)
+			}
+			continue
+		}
+		if len(o.rows) != 100*(i+1) || o.rows[0] != "row|0|abcdefghijklmnopqrstuvwxyz" || o.rows[len(o.rows)-1] != fmt.Sprintf("row|%d|abcdefghijklmnopqrstuvwxyz", len(o.rows)-1) {
+			t.Errorf("command %d: %d rows, want %d in order", i, len(o.rows), 100*(i+1))
+		}
+	}
+	mustOK(t, s, "tags", "count", nil, "count|4")
+}
+
+// TestSupervisorErrors: the typed errors for an unknown plugin and a refused binary.
+func TestSupervisorErrors(t *testing.T) {
+	t.Parallel()
+	dir := copyPluginDir(t, tagsBin, sleeperBin)
+	f, err := os.OpenFile(filepath.Join(dir, sleeperBin), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := newSupervisor(t, supervisor.Options{PluginDir: dir})
+	o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "nope", Action: "x"})
+	if !errors.Is(o.err, supervisor.ErrUnknownPlugin) || o.err.Error() != "plugin not found: nope" {
+		t.Errorf("unknown plugin: %s", o)
+	}
+	o = execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Action: "ok"})
+	var refused *supervisor.RefusedError
+	if !errors.As(o.err, &refused) || refused.Path != filepath.Join(dir, sleeperBin) || refused.Reason != "SHA-256 does not match plugins.sha256" {
+		t.Errorf("tampered binary: %s", o)
+	}
+	if st := statusOf(t, s, "sleeper"); st.State != supervisor.StateRefused {
+		t.Errorf("tampered binary's state: %+v", st)
+	}
+	mustOK(t, s, "tags", "count", nil, "count|0")
+}
+
+// TestTagsLoadFailedUntilWrite: in one plugin process, a corrupt tags.json makes every
+// answer CONSTRAINED / PARTIAL / tags:load_failed until the next successful write
+// (DECISIONS 15).
+func TestTagsLoadFailedUntilWrite(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	writeFile(t, filepath.Join(data, "tags.json"), `{"broken"`, 0o644)
+	s := newSupervisor(t, supervisor.Options{DataDir: data}, tagsBin)
+	loadFailed := sdk.Constrained("tags:load_failed")
+	steps := []struct {
+		action string
+		params map[string]string
+		rows   string
+		res    sdk.Result
+	}{
+		{"count", nil, "count|0", loadFailed},
+		{"check", map[string]string{"key": "a"}, "tag_exists|a|false", loadFailed},
+		{"set", map[string]string{"key": "a", "value": "1"}, "tag_set|a|1", sdk.OK()},
+		{"get_all", nil, "tag|a|1,count|1", sdk.OK()},
+	}
+	for _, st := range steps {
+		o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "tags", Action: st.action, Params: st.params, Timeout: 20 * time.Second})
+		if o.err != nil || o.res != st.res || strings.Join(o.rows, ",") != st.rows {
+			t.Errorf("%s: want rows %q and %+v: %s", st.action, st.rows, st.res, o)
+		}
+	}
+}

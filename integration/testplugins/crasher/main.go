@@ -1,0 +1,61 @@
+// Command crasher is a test plugin for the integration tests: besides a plain `ok` it
+// dies in the middle of a command in several hard ways, so the tests can check that
+// the agent answers honestly and restarts it. It is built against the public SDK only
+// and never installed.
+package main
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/yuzugo/yuzu/sdk"
+)
+
+func main() {
+	sdk.Serve(newPlugin())
+}
+
+func newPlugin() *sdk.Plugin {
+	p := sdk.New("crasher", "0.0.1", "Integration test plugin: dies mid-command on request")
+	leg := sdk.Supported(sdk.OSLeg{Support: sdk.SupportSupported, Rung: 1, Mechanism: "in_process"})
+	p.Handle("ok", ok, sdk.Describe("Answers ok|crasher"), leg)
+	p.Handle("crash", crash, sdk.Describe("Writes row before|crash, makes sure it reached the agent, then exits with status 3"), leg)
+	p.Handle("kill", kill, sdk.Describe("Writes row before|kill, makes sure it reached the agent, then kills itself (SIGKILL)"), leg)
+	p.Handle("panic", panics, sdk.Describe("Panics inside the handler (the SDK must turn it into an error row)"), leg)
+	return p
+}
+
+func ok(_ context.Context, _ *sdk.Request, out *sdk.Output) sdk.Result {
+	out.Row("ok", "crasher")
+	return sdk.OK()
+}
+
+// flushRow writes a row that reaches the agent before the process dies. The SDK sends
+// a batch once FlushInterval has passed since the last send, so a second write after
+// that interval pushes the first row out; the pause after it lets gRPC put the batch
+// on the wire.
+func flushRow(out *sdk.Output, kind, field string) {
+	time.Sleep(sdk.FlushInterval + 20*time.Millisecond)
+	out.Row(kind, field)
+	time.Sleep(100 * time.Millisecond)
+}
+
+func crash(_ context.Context, _ *sdk.Request, out *sdk.Output) sdk.Result {
+	flushRow(out, "before", "crash")
+	os.Exit(3)
+	return sdk.OK() // not reached
+}
+
+func kill(_ context.Context, _ *sdk.Request, out *sdk.Output) sdk.Result {
+	flushRow(out, "before", "kill")
+	if self, err := os.FindProcess(os.Getpid()); err == nil {
+		_ = self.Kill() // SIGKILL on Unix
+	}
+	time.Sleep(time.Minute) // the signal is delivered before this ends
+	return sdk.OK()
+}
+
+func panics(context.Context, *sdk.Request, *sdk.Output) sdk.Result {
+	panic("crasher was asked to panic")
+}

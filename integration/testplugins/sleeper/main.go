@@ -1,0 +1,110 @@
+// Command sleeper is a test plugin for the integration tests: it sleeps (with and
+// without honouring its context), streams many rows, and reports its own environment
+// and pid. It is built against the public SDK only and never installed.
+package main
+
+import (
+	"context"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/yuzugo/yuzu/sdk"
+)
+
+func main() {
+	sdk.Serve(newPlugin())
+}
+
+func newPlugin() *sdk.Plugin {
+	p := sdk.New("sleeper", "0.0.1", "Integration test plugin: sleeps, streams rows, reports its environment")
+	leg := sdk.Supported(sdk.OSLeg{Support: sdk.SupportSupported, Rung: 1, Mechanism: "in_process"})
+	p.Handle("ok", ok, sdk.Describe("Answers ok|sleeper"), leg)
+	p.Handle("sleep", sleep, sdk.Describe("Sleeps seconds=N ignoring cancellation: the agent must kill it"), leg)
+	p.Handle("sleep_ctx", sleepCtx, sdk.Describe("Sleeps seconds=N or until the command is cancelled"), leg)
+	p.Handle("rows", manyRows, sdk.Describe("Streams n=N small rows"), leg)
+	p.Handle("env", env, sdk.Describe("Lists the process environment as env|KEY|VALUE rows, sorted"), leg)
+	p.Handle("pid", pid, sdk.Describe("Answers pid|<process id>|<parent process id>"), leg)
+	return p
+}
+
+func ok(_ context.Context, _ *sdk.Request, out *sdk.Output) sdk.Result {
+	out.Row("ok", "sleeper")
+	return sdk.OK()
+}
+
+// seconds reads the seconds parameter as a decimal number (0.2 is allowed, unlike
+// the SDK's integer parsing, so tests can stay short).
+func seconds(req *sdk.Request) (time.Duration, error) {
+	v, err := req.Params.Required("seconds")
+	if err != nil {
+		return 0, err
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 {
+		return 0, &paramError{"seconds must be a non-negative number, got " + strconv.Quote(v)}
+	}
+	return time.Duration(f * float64(time.Second)), nil
+}
+
+type paramError struct{ msg string }
+
+func (e *paramError) Error() string { return e.msg }
+
+func sleep(_ context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
+	d, err := seconds(req)
+	if err != nil {
+		return out.Fail(err.Error())
+	}
+	// Deliberately blind to ctx: this is the hung handler the supervisor must kill.
+	time.Sleep(d)
+	out.Row("slept", d.String())
+	return sdk.OK()
+}
+
+func sleepCtx(ctx context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
+	d, err := seconds(req)
+	if err != nil {
+		return out.Fail(err.Error())
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		out.Row("slept", d.String())
+		return sdk.OK()
+	case <-ctx.Done():
+		return out.Fail("cancelled: " + ctx.Err().Error())
+	}
+}
+
+// payload is the fixed free-text field of every generated row.
+const payload = "abcdefghijklmnopqrstuvwxyz"
+
+func manyRows(_ context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
+	n, ok := req.Params.Int("n", 10)
+	if !ok && req.Params.Has("n") {
+		return out.Fail("n must be an integer")
+	}
+	for i := range n {
+		out.Row("row", strconv.Itoa(i), payload)
+	}
+	return sdk.OK()
+}
+
+func env(_ context.Context, _ *sdk.Request, out *sdk.Output) sdk.Result {
+	vars := os.Environ()
+	sort.Strings(vars)
+	for _, kv := range vars {
+		k, v, _ := strings.Cut(kv, "=")
+		out.Row("env", k, v)
+	}
+	return sdk.OK()
+}
+
+func pid(_ context.Context, _ *sdk.Request, out *sdk.Output) sdk.Result {
+	out.Row("pid", strconv.Itoa(os.Getpid()), strconv.Itoa(os.Getppid()))
+	return sdk.OK()
+}
