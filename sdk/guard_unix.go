@@ -8,19 +8,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// guardStdout keeps file descriptor 1 for the go-plugin handshake only. os.Stdout is
-// pointed at a private duplicate of the real stdout (where go-plugin prints the
-// handshake) and descriptor 1 itself is pointed at stderr, so a library or a stray
-// fmt.Print writing to descriptor 1 can never corrupt the protocol.
-func guardStdout() {
+// guardStdout keeps file descriptor 1 for the go-plugin handshake only: it saves a
+// private duplicate of the real stdout (returned, for Serve to hand to go-plugin) and
+// points descriptor 1 itself at stderr. From then on os.Stdout, a stray fmt.Print and
+// a C library writing to descriptor 1 all land on stderr and can never corrupt the
+// protocol. It returns nil, changing nothing, if descriptor 1 cannot be duplicated.
+func guardStdout() *os.File {
 	fd, err := unix.Dup(1)
 	if err != nil {
-		return
+		return nil
 	}
 	unix.CloseOnExec(fd)
 	if err := unix.Dup2(2, 1); err != nil {
 		_ = unix.Close(fd)
-		return
+		return nil
 	}
-	os.Stdout = os.NewFile(uintptr(fd), "/dev/stdout")
+	return os.NewFile(uintptr(fd), "/dev/stdout")
 }

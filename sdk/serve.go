@@ -21,6 +21,21 @@ const stopGrace = 2 * time.Second
 // parentPoll is how often the plugin checks that the agent that started it is alive.
 const parentPoll = 500 * time.Millisecond
 
+// handshakeOut is the real stdout, saved by the guard, where go-plugin must print its
+// handshake line. It is nil when the process was not started as a plugin.
+var handshakeOut *os.File
+
+// The stdout guard runs at package initialisation, before the plugin's main or any
+// of its package initialisers can print: a single stray line on stdout before the
+// handshake makes the agent refuse the plugin. It only runs when the process was
+// started as a plugin (go-plugin put the magic cookie in its environment), so a
+// program that merely imports the SDK, such as the agent, keeps its stdout.
+func init() {
+	if os.Getenv(wire.Handshake.MagicCookieKey) == wire.Handshake.MagicCookieValue {
+		handshakeOut = guardStdout()
+	}
+}
+
 // Serve runs the plugin until the agent stops it or goes away. It never returns.
 //
 // Run by hand (not by the agent), the binary prints that it is a plugin and exits 1.
@@ -29,9 +44,12 @@ func Serve(p *Plugin) {
 		fmt.Fprintln(os.Stderr, "yuzu plugin:", err)
 		os.Exit(1)
 	}
-	// Before anything else can write to it, stdout is reserved for the handshake line:
-	// stray writes to file descriptor 1 go to stderr from here on.
-	guardStdout()
+	// go-plugin prints the handshake on os.Stdout and then replaces os.Stdout with its
+	// own pipe, so the real stdout is exposed only for that moment. A goroutine of the
+	// plugin printing in exactly that window could still reach it.
+	if handshakeOut != nil {
+		os.Stdout = handshakeOut
+	}
 
 	log := hclog.New(&hclog.LoggerOptions{
 		Name:       p.Name,
