@@ -278,7 +278,7 @@ func TestPluginsList(t *testing.T) {
 	}
 	want := [][]string{
 		{"crasher", "0.0.1", "running", "0", "-", "ok,crash,kill,panic"},
-		{"sleeper", "0.0.1", "running", "0", "-", "ok,sleep,sleep_ctx,rows,env,pid"},
+		{"sleeper", "0.0.1", "running", "0", "-", "ok,sleep,sleep_ctx,rows,env,active,pid"},
 		{"tags", "0.1.0", "running", "0", "-", "set,get,get_all,delete,check,clear,count"},
 	}
 	for i, fields := range want {

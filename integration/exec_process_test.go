@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -219,4 +220,106 @@ func processesOf(path string) []int {
 		}
 	}
 	return out
+}
+
+// TestExecInterrupted: SIGINT or SIGTERM to `exec` during a command whose handler
+// ignores cancellation ends the command with an error row and exit 1, and leaves no
+// plugin process behind.
+func TestExecInterrupted(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, sleeperBin)
+			plugin := filepath.Join(w.pluginDir, sleeperBin)
+			cmd := exec.Command(binPath(agentBin), "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "exec", "sleeper", "sleep", "seconds=60")
+			cmd.Env = baseEnv()
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = cmd.Process.Kill() }()
+			waitFor(t, 30*time.Second, "the plugin child", func() bool {
+				return slices.ContainsFunc(childrenOf(cmd.Process.Pid), func(pid int) bool { return exePath(pid) == plugin })
+			})
+			time.Sleep(300 * time.Millisecond)
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(15 * time.Second):
+				t.Fatalf("agent still running 15 s after %s\nstderr:\n%s", sig, stderr.String())
+			}
+			r := run{stdout: stdout.String(), stderr: stderr.String(), code: cmd.ProcessState.ExitCode()}
+			if want := agentError("command cancelled: the agent was interrupted"); r.stdout != want || r.code != 1 {
+				t.Errorf("after %s: want %q exit 1:\n%s", sig, want, r)
+			}
+			if left := processesOf(plugin); len(left) > 0 {
+				t.Errorf("plugin processes left after the agent exited: %v", left)
+			}
+		})
+	}
+}
+
+// TestExecStartFailures: a listed binary that does not start as the plugin its name
+// says is reported with the plugin's name and why.
+func TestExecStartFailures(t *testing.T) {
+	t.Parallel()
+	t.Run("binary says another name", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, tagsBin)
+		other := filepath.Join(w.pluginDir, "yuzu-plugin-other")
+		if err := os.Link(binPath(sleeperBin), other); err != nil {
+			t.Fatal(err)
+		}
+		appendManifest(t, w.pluginDir, built.sums[sleeperBin], "yuzu-plugin-other")
+		w.expect(agentError(`plugin other did not start: binary `+other+` says its name is "sleeper"`), 1, "other", "ok")
+		w.expect("count|0\n"+undeclared, 0, "tags", "count")
+	})
+	t.Run("not a plugin", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, tagsBin)
+		fake := filepath.Join(w.pluginDir, "yuzu-plugin-fake")
+		writeFile(t, fake, "#!/bin/sh\necho not a plugin\nexit 0\n", 0o755)
+		sum, err := fileSHA256(fake)
+		if err != nil {
+			t.Fatal(err)
+		}
+		appendManifest(t, w.pluginDir, sum, "yuzu-plugin-fake")
+		r := w.exec("fake", "x")
+		if r.code != 1 || !strings.HasPrefix(r.stdout, "error|plugin fake did not start: ") || !strings.HasSuffix(r.stdout, "\n"+undeclared+rc1) || strings.Count(r.stdout, "\n") != 3 {
+			t.Errorf("want one error row saying fake did not start:\n%s", r)
+		}
+	})
+}
+
+func appendManifest(t *testing.T, dir, sum, file string) {
+	t.Helper()
+	path := filepath.Join(dir, "plugins.sha256")
+	writeFile(t, path, readFile(t, path)+sum+"  "+file+"\n", 0o644)
+}
+
+// TestManifestFormats: plugins.sha256 as sha256sum writes it in text or binary mode,
+// with comments, blank lines and CRLF line ends.
+func TestManifestFormats(t *testing.T) {
+	t.Parallel()
+	sum := built.sums[tagsBin]
+	cases := map[string]string{
+		"binary mode":       sum + " *" + tagsBin + "\n",
+		"comments and CRLF": "# trusted plugins\r\n\r\n" + sum + "  " + tagsBin + "\r\n",
+		"no final newline":  sum + "  " + tagsBin,
+		"upper-case hex":    strings.ToUpper(sum) + "  " + tagsBin + "\n",
+	}
+	for name, manifest := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, tagsBin)
+			writeFile(t, filepath.Join(w.pluginDir, "plugins.sha256"), manifest, 0o644)
+			w.expect("count|0\n"+undeclared, 0, "tags", "count")
+		})
+	}
 }

@@ -416,3 +416,101 @@ func TestTagsLoadFailedUntilWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestSupervisorNoStrayChildren: concurrent first commands start one child per
+// plugin, and Close leaves none.
+func TestSupervisorNoStrayChildren(t *testing.T) {
+	t.Parallel()
+	dir := pluginDir(t, sleeperBin)
+	s := newSupervisor(t, supervisor.Options{PluginDir: dir}, sleeperBin)
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Not mustOK: t.Fatal may only be called from the test's goroutine.
+			o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Action: "ok", Timeout: 30 * time.Second})
+			if o.err != nil || strings.Join(o.rows, ",") != "ok|sleeper" {
+				t.Errorf("concurrent first command: %s", o)
+			}
+		}()
+	}
+	wg.Wait()
+	path := filepath.Join(dir, sleeperBin)
+	if procs := processesOf(path); len(procs) != 1 {
+		t.Errorf("want one sleeper child, have %v", procs)
+	}
+	if st := statusOf(t, s, "sleeper"); st.Restarts != 0 {
+		t.Errorf("status after concurrent starts: %+v", st)
+	}
+	s.Close()
+	if procs := processesOf(path); len(procs) != 0 {
+		t.Errorf("children left after Close: %v", procs)
+	}
+	o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Action: "ok"})
+	if o.err == nil {
+		t.Errorf("a command after Close ran: %s", o)
+	}
+}
+
+// TestSupervisorFailedPeriodEnds: once the failed period is over, the plugin is
+// started again.
+func TestSupervisorFailedPeriodEnds(t *testing.T) {
+	t.Parallel()
+	s := newSupervisor(t, supervisor.Options{BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond,
+		RestartBudget: 1, FailedFor: 1500 * time.Millisecond}, crasherBin)
+	for i := 1; i <= 2; i++ {
+		o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "crasher", Action: "kill", Timeout: 20 * time.Second})
+		var crashed *supervisor.CrashedError
+		if !errors.As(o.err, &crashed) {
+			t.Fatalf("crash %d: want *CrashedError: %s", i, o)
+		}
+	}
+	o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "crasher", Action: "ok"})
+	var failed *supervisor.FailedError
+	if !errors.As(o.err, &failed) || !strings.Contains(o.err.Error(), "restarted 1 times within 1m0s") {
+		t.Fatalf("want *FailedError: %s", o)
+	}
+	time.Sleep(time.Until(failed.Until) + 100*time.Millisecond)
+	mustOK(t, s, "crasher", "ok", nil, "ok|crasher")
+	if st := statusOf(t, s, "crasher"); st.State != supervisor.StateRunning {
+		t.Errorf("after the failed period: %+v", st)
+	}
+}
+
+// TestSupervisorCancelledHungHandler: ARCHITECTURE says "Cancelling a command (or its
+// deadline) cancels the handler's ctx; a handler that ignores it is killed by the
+// supervisor after the grace period." Here a command whose handler ignores ctx is
+// cancelled by its caller; after the grace period the handler must not still be
+// running in the plugin.
+func TestSupervisorCancelledHungHandler(t *testing.T) {
+	t.Parallel()
+	s := newSupervisor(t, supervisor.Options{Grace: 300 * time.Millisecond}, sleeperBin)
+	runningPid(t, s, "sleeper")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	o := execute(ctx, s.Execute, supervisor.Request{Plugin: "sleeper", Action: "sleep", Params: map[string]string{"seconds": "30"}, Timeout: time.Minute})
+	if !errors.Is(o.err, context.Canceled) {
+		t.Fatalf("want context.Canceled: %s", o)
+	}
+	// Grace, and time for a kill and restart.
+	time.Sleep(300*time.Millisecond + 2*time.Second)
+	mustOK(t, s, "sleeper", "active", nil, "active|0")
+}
+
+// TestSupervisorTimeoutMessageWithDeadlineOnly: a Request may carry only a Deadline
+// (the submitter queued it for part of its time); the timeout answer must still name
+// a real duration, not "plugin timed out after 0s".
+func TestSupervisorTimeoutMessageWithDeadlineOnly(t *testing.T) {
+	t.Parallel()
+	s := newSupervisor(t, supervisor.Options{Grace: 200 * time.Millisecond}, sleeperBin)
+	runningPid(t, s, "sleeper")
+	o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Action: "sleep", Params: map[string]string{"seconds": "30"}, Deadline: time.Now().Add(time.Second)})
+	var timeout *supervisor.TimeoutError
+	if !errors.As(o.err, &timeout) {
+		t.Fatalf("want *TimeoutError: %s", o)
+	}
+	if timeout.Deadline <= 0 || o.err.Error() == "plugin timed out after 0s" {
+		t.Errorf("timeout answer names no real duration: %q", o.err.Error())
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/yuzugo/yuzu/sdk"
@@ -26,6 +27,7 @@ func newPlugin() *sdk.Plugin {
 	p.Handle("sleep_ctx", sleepCtx, sdk.Describe("Sleeps seconds=N or until the command is cancelled"), leg)
 	p.Handle("rows", manyRows, sdk.Describe("Streams n=N small rows"), leg)
 	p.Handle("env", env, sdk.Describe("Lists the process environment as env|KEY|VALUE rows, sorted"), leg)
+	p.Handle("active", activeSleeps, sdk.Describe("Answers active|N: how many sleep and sleep_ctx handlers are running in this process"), leg)
 	p.Handle("pid", pid, sdk.Describe("Answers pid|<process id>|<parent process id>"), leg)
 	return p
 }
@@ -53,7 +55,18 @@ type paramError struct{ msg string }
 
 func (e *paramError) Error() string { return e.msg }
 
+// active counts the sleep and sleep_ctx handlers running, so a test can see whether a
+// handler outlived its command.
+var active atomic.Int64
+
+func activeSleeps(_ context.Context, _ *sdk.Request, out *sdk.Output) sdk.Result {
+	out.Row("active", strconv.FormatInt(active.Load(), 10))
+	return sdk.OK()
+}
+
 func sleep(_ context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
+	active.Add(1)
+	defer active.Add(-1)
 	d, err := seconds(req)
 	if err != nil {
 		return out.Fail(err.Error())
@@ -65,6 +78,8 @@ func sleep(_ context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
 }
 
 func sleepCtx(ctx context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
+	active.Add(1)
+	defer active.Add(-1)
 	d, err := seconds(req)
 	if err != nil {
 		return out.Fail(err.Error())
