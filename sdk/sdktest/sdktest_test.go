@@ -1,0 +1,108 @@
+package sdktest
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/host"
+)
+
+func TestOutcomeString(t *testing.T) {
+	cases := []struct {
+		o    Outcome
+		want string
+	}{
+		{Outcome{}, "[result_status] UNDECLARED / UNKNOWN\n"},
+		{Outcome{Rows: []string{"a|b", "c"}}, "a|b\nc\n[result_status] UNDECLARED / UNKNOWN\n"},
+		{Outcome{Rows: []string{"error|x"}, Result: sdk.Failed()}, "error|x\n[result_status] UNDECLARED / UNKNOWN\n[rc] 1\n"},
+		{Outcome{Result: sdk.Constrained("tags:persist_failed")}, "[result_status] CONSTRAINED / PARTIAL / tags:persist_failed\n"},
+		{Outcome{Result: sdk.Result{Code: 2, Status: sdk.StatusOK, Completeness: sdk.CompletenessFull}}, "[result_status] OK / FULL\n[rc] 2\n"},
+	}
+	for _, c := range cases {
+		if got := c.o.String(); got != c.want {
+			t.Errorf("%+v: got %q, want %q", c.o, got, c.want)
+		}
+	}
+}
+
+// fatalTB records a Fatalf and ends the calling goroutine, as testing.T does, so a
+// harness failure can be checked without failing this test.
+type fatalTB struct {
+	testing.TB
+	mu  sync.Mutex
+	msg string
+}
+
+func (f *fatalTB) Helper() {}
+
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.mu.Lock()
+	f.msg = fmt.Sprintf(format, args...)
+	f.mu.Unlock()
+	runtime.Goexit()
+}
+
+// fatalOf runs fn with a fatalTB in its own goroutine and returns the Fatalf message,
+// or "" when fn returned normally.
+func fatalOf(t *testing.T, fn func(tb testing.TB)) string {
+	f := &fatalTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(f)
+	}()
+	<-done
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.msg
+}
+
+func TestHarnessFailuresAreFatal(t *testing.T) {
+	cases := []struct {
+		name string
+		fn   func(tb testing.TB)
+		want string
+	}{
+		{"invalid plugin", func(tb testing.TB) { New(tb, sdk.New("bad name", "1", ""), sdk.Config{}) }, "sdktest: plugin name"},
+		{"build of a missing package", func(tb testing.TB) { Build(tb, "./no/such/package") }, "sdktest: go build ./no/such/package"},
+		{"start of a non-plugin", func(tb testing.TB) { Start(tb, "/bin/true", sdk.Config{}) }, "sdktest: start /bin/true"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := fatalOf(t, c.fn); !strings.Contains(got, c.want) {
+				t.Errorf("Fatalf message %q, want one containing %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestInProcessHarness(t *testing.T) {
+	p := sdk.New("harness", "1", "")
+	p.Handle("echo", func(_ context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
+		out.Row("v", req.Params.Get("v", "absent"), req.Config.AgentID)
+		return sdk.OK()
+	})
+	h := New(t, p, sdk.Config{AgentID: "a1"})
+	if h.Client != nil {
+		t.Error("in-process harness has a go-plugin client")
+	}
+	if got := h.Run("echo", map[string]string{"v": "x"}).String(); got != "v|x|a1\n[result_status] UNDECLARED / UNKNOWN\n" {
+		t.Errorf("got %q", got)
+	}
+	if got := h.Run("echo", nil).Rows; len(got) != 1 || got[0] != "v|absent|a1" {
+		t.Errorf("nil params: %q", got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := h.Execute(ctx, host.Command{Action: "echo"}); err == nil {
+		t.Error("Execute with a cancelled context returned no error")
+	}
+	if m := h.Manifest(); m.Name != "harness" || len(m.Actions) != 1 {
+		t.Errorf("manifest %+v", m)
+	}
+}
