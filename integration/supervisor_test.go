@@ -246,6 +246,11 @@ func TestSupervisorHealthPing(t *testing.T) {
 	s := newSupervisor(t, supervisor.Options{PingInterval: 200 * time.Millisecond, PingMisses: 2}, sleeperBin)
 	pid := runningPid(t, s, "sleeper")
 	path := exePath(pid)
+	inflight := make(chan outcome, 1)
+	go func() {
+		inflight <- execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Action: "sleep_ctx", Params: map[string]string{"seconds": "30"}})
+	}()
+	time.Sleep(300 * time.Millisecond) // let the command reach the handler
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -266,6 +271,15 @@ func TestSupervisorHealthPing(t *testing.T) {
 		t.Errorf("after the health restart: %+v", st)
 	}
 	waitFor(t, 2*time.Second, "the stopped child to be gone", func() bool { return !alive(pid) })
+	select {
+	case o := <-inflight:
+		var crashed *supervisor.CrashedError
+		if !errors.As(o.err, &crashed) || o.err.Error() != "plugin crashed: no answer to 2 health pings" {
+			t.Errorf("command in flight on the hung child: want \"plugin crashed: no answer to 2 health pings\": %s", o)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the command in flight on the hung child did not end")
+	}
 	mustOK(t, s, "sleeper", "ok", nil, "ok|sleeper")
 }
 
