@@ -10,7 +10,8 @@ import (
 
 // Limits on what one command streams back. Rows go out in batches so a 100,000-row
 // answer never becomes one giant message; a batch is sent when it holds MaxBatchRows
-// rows or MaxBatchBytes bytes, or when FlushInterval has passed since the last send.
+// rows or MaxBatchBytes bytes, or FlushInterval after its first row, so a slow
+// handler's rows still reach the agent while it works.
 const (
 	MaxBatchRows  = 4096
 	MaxBatchBytes = 1 << 20
@@ -26,14 +27,14 @@ type Output struct {
 	send      func(batch []string) error
 	batch     []string
 	bytes     int
-	lastFlush time.Time
+	timer     *time.Timer // armed while a partial batch waits
 	err       error // first send failure; later writes are dropped
 	oversize  int   // size of the first refused row
 	closed    bool
 }
 
 func newOutput(send func([]string) error) *Output {
-	return &Output{send: send, lastFlush: time.Now()}
+	return &Output{send: send}
 }
 
 // Row writes one row: kind, then fields, escaped by the SDK's rules (package rows).
@@ -85,7 +86,24 @@ func (o *Output) write(row string) {
 	}
 	o.batch = append(o.batch, row)
 	o.bytes += len(row)
-	if len(o.batch) >= MaxBatchRows || o.bytes >= MaxBatchBytes || time.Since(o.lastFlush) >= FlushInterval {
+	if len(o.batch) >= MaxBatchRows || o.bytes >= MaxBatchBytes {
+		o.flushLocked()
+		return
+	}
+	if len(o.batch) == 1 {
+		if o.timer == nil {
+			o.timer = time.AfterFunc(FlushInterval, o.flushLater)
+		} else {
+			o.timer.Reset(FlushInterval)
+		}
+	}
+}
+
+// flushLater sends a partial batch that has waited FlushInterval.
+func (o *Output) flushLater() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.closed {
 		o.flushLocked()
 	}
 }
@@ -94,10 +112,12 @@ func (o *Output) flushLocked() {
 	if len(o.batch) == 0 || o.err != nil {
 		return
 	}
+	if o.timer != nil {
+		o.timer.Stop()
+	}
 	o.err = o.send(o.batch)
 	o.batch = make([]string, 0, len(o.batch))
 	o.bytes = 0
-	o.lastFlush = time.Now()
 }
 
 // finish sends what is buffered and stops further writes. It adjusts res when a row
