@@ -23,14 +23,14 @@ const (
 
 // Output is where a handler writes its rows. It is safe for concurrent use.
 type Output struct {
-	mu        sync.Mutex
-	send      func(batch []string) error
-	batch     []string
-	bytes     int
-	timer     *time.Timer // armed while a partial batch waits
-	err       error // first send failure; later writes are dropped
-	oversize  int   // size of the first refused row
-	closed    bool
+	mu       sync.Mutex
+	send     func(batch []string) error
+	batch    []string
+	bytes    int
+	timer    *time.Timer // armed while a partial batch waits
+	err      error       // first send failure; later writes are dropped
+	oversize int         // size of the first refused row
+	closed   bool
 }
 
 func newOutput(send func([]string) error) *Output {
