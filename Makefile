@@ -1,0 +1,73 @@
+# yuzu: build, test and check everything. The logic lives in scripts/ (and tools/ for the
+# pinned developer tools); each target is one script so it can also be run by hand.
+#
+#   make test    everything CI checks (installs what it needs; see scripts/test.sh)
+#   make demo    build, then drive the tags plugin through bin/yuzu-agent
+#   make help    the list of targets
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := build
+
+# A fresh Debian machine has Go at /usr/local/go/bin without it being on PATH.
+ifeq ($(shell command -v go 2>/dev/null),)
+export PATH := /usr/local/go/bin:$(PATH)
+endif
+
+TOOLS_BIN := $(CURDIR)/.tools/bin
+
+# How long `make fuzz` runs each fuzz target, and how many runs `make bench` times.
+FUZZTIME ?= 10s
+RUNS ?= 30
+export FUZZTIME RUNS
+
+.PHONY: all build test demo bench fuzz proto lint cross tools deps clean help
+
+all: build
+
+## build: bin/yuzu-agent, bin/plugins/yuzu-plugin-NAME, bin/plugins/plugins.sha256
+build:
+	scripts/build.sh
+
+## test: deps, tools, lint, cross, build, proto staleness, go test (-race for sdk and agent)
+test:
+	scripts/test.sh
+
+## demo: build, then run the tags plugin through the agent in a temporary data dir
+demo: build
+	scripts/demo.sh
+
+## bench: Go benchmarks, then the cold-start time of `yuzu-agent exec tags count`
+bench: build
+	scripts/bench.sh
+
+## fuzz: every fuzz target for FUZZTIME (default 10s) each
+fuzz:
+	scripts/fuzz.sh
+
+## proto: regenerate proto/**/*.pb.go with the pinned buf and protoc plugins
+proto: tools
+	cd proto && PATH="$(TOOLS_BIN):$$PATH" buf generate
+
+## lint: gofmt, go vet, staticcheck, buf lint, buf breaking against HEAD~1
+lint: tools
+	scripts/lint.sh
+
+## cross: build and vet for linux/darwin/windows x amd64/arm64 with cgo off
+cross:
+	scripts/cross.sh
+
+## tools: install the pinned tools (tools/versions.txt) into .tools/bin
+tools:
+	tools/install.sh
+
+## deps: install missing system commands the tests need (apt-get)
+deps:
+	scripts/deps.sh
+
+## clean: remove build outputs (bin/); `rm -rf .tools` also drops the pinned tools
+clean:
+	rm -rf bin
+
+help:
+	@sed -n 's/^## //p' $(MAKEFILE_LIST)

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Builds what `make build` ships:
+#   bin/yuzu-agent                       from ./agent/cmd/yuzu-agent
+#   bin/plugins/yuzu-plugin-NAME         from ./plugin-NAME, for every plugin module
+#   bin/plugins/plugins.sha256           `sha256sum` lines (`<hex>  <file name>`)
+# Binaries are mode 0755: the agent refuses a plugin that is group- or world-writable,
+# whatever the caller's umask. Example plugins (sdk/examples) and test plugins
+# (integration) are never installed here.
+#
+# A module that is still a bare go.mod is reported and left out; a module with Go code
+# but without the expected main package is an error.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+BIN_DIR=${BIN_DIR:-$ROOT/bin}
+PLUGIN_DIR=$BIN_DIR/plugins
+# CGO off: the binaries are static and match what `make cross` checks.
+export CGO_ENABLED=${CGO_ENABLED:-0}
+BUILD_FLAGS=()
+if [[ -n ${LDFLAGS:-} ]]; then
+	BUILD_FLAGS+=(-ldflags "$LDFLAGS")
+fi
+
+mkdir -p "$PLUGIN_DIR"
+chmod 0755 "$BIN_DIR" "$PLUGIN_DIR"
+
+# install_main PKGDIR DEST builds the main package in PKGDIR to DEST. It builds to a
+# temporary name and renames, so a running agent never sees a half-written binary.
+install_main() {
+	local pkgdir=$1 dest=$2
+	# Explicit returns: set -e does not apply inside a function called from `||`.
+	go build "${BUILD_FLAGS[@]}" -o "$dest.tmp" "./$pkgdir" || return 1
+	chmod 0755 "$dest.tmp" || return 1
+	mv -f "$dest.tmp" "$dest" || return 1
+	say "build: ${dest#"$ROOT"/}"
+}
+
+failed=0
+
+if is_main agent/cmd/yuzu-agent; then
+	install_main agent/cmd/yuzu-agent "$BIN_DIR/yuzu-agent" || failed=1
+elif ! has_go_files agent; then
+	say "build: agent has no Go code yet: bin/yuzu-agent not built"
+else
+	warn "build: agent/cmd/yuzu-agent is not a main package: cannot build bin/yuzu-agent"
+	failed=1
+fi
+
+built=()
+while read -r name dir; do
+	if is_main "$dir"; then
+		if install_main "$dir" "$PLUGIN_DIR/yuzu-plugin-$name"; then
+			built+=("yuzu-plugin-$name")
+		else
+			failed=1
+		fi
+	elif ! has_go_files "$dir"; then
+		say "build: $dir has no Go code yet: yuzu-plugin-$name not built"
+	else
+		warn "build: $dir has Go code but no main package at its root: cannot build yuzu-plugin-$name"
+		failed=1
+	fi
+done < <(shipped_plugins)
+
+# The manifest lists the plugins built above. Lines for other files (a third-party
+# plugin added to this directory with the agent's command) are kept while the file
+# still exists, so a rebuild never revokes them.
+manifest=$PLUGIN_DIR/plugins.sha256
+tmp=$(mktemp "$manifest.XXXXXX")
+if [[ -f $manifest ]]; then
+	while read -r hex file; do
+		[[ -n ${file:-} && -f $PLUGIN_DIR/$file ]] || continue
+		for b in "${built[@]}"; do
+			[[ $file == "$b" ]] && continue 2
+		done
+		printf '%s  %s\n' "$hex" "$file" >>"$tmp"
+	done <"$manifest"
+fi
+if ((${#built[@]} > 0)); then
+	(cd "$PLUGIN_DIR" && sha256sum -- "${built[@]}") >>"$tmp"
+fi
+sort -k2 -o "$tmp" "$tmp"
+chmod 0644 "$tmp"
+mv -f "$tmp" "$manifest"
+say "build: ${manifest#"$ROOT"/} ($(wc -l <"$manifest") plugins)"
+
+exit "$failed"

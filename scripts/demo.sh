@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# `make demo`: drives the tags plugin through the real agent binary, exactly as an
+# operator would, in a fresh temporary data directory. Each step prints the command and
+# its output and checks the exit code and the rows it must print; the demo stops with a
+# non-zero status at the first step that behaves unexpectedly. Needs `make build`.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+agent=$ROOT/bin/yuzu-agent
+plugins=$ROOT/bin/plugins
+for f in "$agent" "$plugins/yuzu-plugin-tags" "$plugins/plugins.sha256"; do
+	if [[ ! -e $f ]]; then
+		warn "demo: ${f#"$ROOT"/} is missing: run \`make build\` (make demo does)"
+		exit 1
+	fi
+done
+
+data=$(mktemp -d)
+trap 'rm -rf "$data"' EXIT
+say "demo: data dir $data (removed afterwards), plugin dir ${plugins#"$ROOT"/}"
+
+steps=0
+# run RC EXPECTED... -- ARGS...: runs `yuzu-agent ARGS`, shows it, and checks that it
+# exits RC and prints every EXPECTED line (each must match a whole output line; one
+# starting with ~ need only appear somewhere in the output).
+run() {
+	local want_rc=$1 expected=() out rc=0
+	shift
+	while [[ $1 != -- ]]; do
+		expected+=("$1")
+		shift
+	done
+	shift
+	steps=$((steps + 1))
+	printf '\n$ yuzu-agent %s\n' "$(printf '%q ' "$@")"
+	out=$("$agent" --plugin-dir "$plugins" --data-dir "$data" "$@" 2>&1) || rc=$?
+	printf '%s\n' "$out"
+	if ((rc != want_rc)); then
+		warn "demo: FAILED: exit code $rc, expected $want_rc"
+		exit 1
+	fi
+	for e in "${expected[@]}"; do
+		if [[ $e == "~"* ]]; then
+			if [[ $out != *"${e#"~"}"* ]]; then
+				warn "demo: FAILED: the output does not mention '${e#"~"}'"
+				exit 1
+			fi
+		elif ! grep -qxF -- "$e" <<<"$out"; then
+			warn "demo: FAILED: the output has no line '$e'"
+			exit 1
+		fi
+	done
+}
+
+run 0 "tag_set|env|prod" -- exec tags set key=env value=prod
+run 0 "tag_set|role|web" -- exec tags set key=role value=web
+run 0 "tag|env|prod" -- exec tags get key=env
+run 0 "tag|missing|" -- exec tags get key=missing
+run 0 "tag|env|prod" "tag|role|web" "count|2" -- exec tags get_all
+run 0 "tag_exists|env|true" -- exec tags check key=env
+run 0 "count|2" -- exec tags count
+run 0 "tag_deleted|env|true" -- exec tags delete key=env
+run 0 "tag_exists|env|false" -- exec tags check key=env
+
+printf '\n$ cat %s/tags.json\n' "$data"
+cat "$data/tags.json"
+printf '\n'
+if ! grep -q '"role": "web"' "$data/tags.json" || grep -q '"env"' "$data/tags.json"; then
+	warn "demo: FAILED: tags.json should hold role=web and no env"
+	exit 1
+fi
+
+run 0 "tags_cleared|1" -- exec tags clear
+run 0 "count|0" -- exec tags count
+run 0 "~tags" -- plugins
+run 0 "~name: tags" -- describe tags
+# The error case: the contract's key pattern is checked at set time (rc 1, error row).
+run 1 "error|invalid key: bad key" "[rc] 1" -- exec tags set "key=bad key"
+run 1 -- exec no-such-plugin count
+
+printf '\ndemo: all %d steps behaved as expected\n' "$steps"

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Makes sure the system commands the tests use exist, installing the Debian package
+# that provides a missing one. Nothing is installed when everything is present; when
+# something is missing, `apt-get update` runs once, then `apt-get install` of just the
+# missing packages. On a machine without apt-get, or without root, it says what is
+# missing and fails: tests that need it could not run, and that is never skipped
+# silently.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+# command  Debian package  why
+needs=(
+	"gcc        gcc        go test -race needs cgo, and cgo needs a C compiler"
+	"git        git        the breaking-change check reads the previous commit"
+	"unshare    util-linux tests make paths unusable inside a private mount namespace"
+	"pgrep      procps     tests check that no plugin process outlives the agent"
+	"sha256sum  coreutils  make build writes bin/plugins/plugins.sha256"
+	"tar        tar        the breaking-change check unpacks the previous commit's proto/"
+)
+
+missing_pkgs=()
+for line in "${needs[@]}"; do
+	read -r cmd pkg why <<<"$line"
+	if command -v "$cmd" >/dev/null 2>&1; then
+		continue
+	fi
+	say "deps: $cmd is missing ($why): will install Debian package $pkg"
+	missing_pkgs+=("$pkg")
+done
+# cgo also needs the C library headers, which gcc only recommends.
+if command -v gcc >/dev/null 2>&1 && [[ ! -e /usr/include/stdlib.h ]]; then
+	say "deps: C headers are missing (cgo for go test -race needs them): will install libc6-dev"
+	missing_pkgs+=(libc6-dev)
+elif [[ " ${missing_pkgs[*]:-} " == *" gcc "* ]]; then
+	missing_pkgs+=(libc6-dev)
+fi
+
+if ((${#missing_pkgs[@]} == 0)); then
+	say "deps: all needed system commands are present"
+	exit 0
+fi
+
+if ! command -v apt-get >/dev/null 2>&1; then
+	warn "deps: cannot install ${missing_pkgs[*]}: this machine has no apt-get; install them by hand"
+	exit 1
+fi
+sudo=()
+if [[ $(id -u) != 0 ]]; then
+	if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+		sudo=(sudo -n)
+	else
+		warn "deps: cannot install ${missing_pkgs[*]}: not root and no password-less sudo; install them by hand"
+		exit 1
+	fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+# No stdin: CI runs without one, and apt must never wait for an answer.
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq </dev/null
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing_pkgs[@]}" </dev/null
+
+for line in "${needs[@]}"; do
+	read -r cmd pkg _ <<<"$line"
+	if ! command -v "$cmd" >/dev/null 2>&1; then
+		warn "deps: $cmd is still missing after installing $pkg"
+		exit 1
+	fi
+done
+say "deps: installed ${missing_pkgs[*]}"

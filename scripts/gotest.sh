@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs one module's tests through tools/testreport.
+#
+# Usage: scripts/gotest.sh MODULE SUMMARY_FILE [go test flags...]
+#
+# The report lists every failing test with its output and every skipped test with its
+# reason, and appends one line with exact counts to SUMMARY_FILE. A module that is
+# still a bare go.mod has nothing to test; that is said, in the report and the summary.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+mod=$1 summary=$2
+shift 2
+
+if [[ -z $(packages "$mod") ]]; then
+	say "test $mod: no packages yet: nothing to test"
+	echo "NONE $mod: no packages yet, nothing to test" >>"$summary"
+	exit 0
+fi
+if [[ ! -x $TOOLS_BIN/testreport ]]; then
+	warn "test $mod: $TOOLS_BIN/testreport is missing: run \`make tools\`"
+	echo "FAIL $mod: testreport missing (run make tools)" >>"$summary"
+	exit 1
+fi
+
+label="$mod (go test $*)"
+say "test $mod: go test $* ./..."
+# go test's own status matters too: it fails on things the event stream may not show
+# (a bad flag, a module that does not load).
+set +e
+(cd "$mod" && go test -json "$@" ./... 2>&1) | "$TOOLS_BIN/testreport" -label "$label" -summary "$summary"
+status=("${PIPESTATUS[@]}")
+set -e
+if ((status[0] != 0 && status[1] == 0)); then
+	warn "test $mod: go test exited ${status[0]} although no test failed"
+	echo "FAIL $mod: go test exited ${status[0]}" >>"$summary"
+	exit 1
+fi
+exit "${status[1]}"
