@@ -5,7 +5,11 @@
 #   - compile every package of every workspace module (examples and test plugins too),
 #   - `go vet` every package of every module, tests included.
 # Only Linux runs tests here, so this is what keeps the macOS and Windows legs honest.
-# A module that is still a bare go.mod is reported and skipped.
+# A module with no packages (yet, or for that platform) is reported and left out.
+#
+# One go invocation covers all modules (`go vet ./sdk/... ./agent/... ...` from the
+# workspace root), which lets go schedule the work across cores and saves loading the
+# workspace again for every module.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 export CGO_ENABLED=0
@@ -13,50 +17,69 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 mapfile -t mods < <(modules)
-failed=()
+declare -A shipped # package dir -> binary name
+shipped[$ROOT/agent/cmd/yuzu-agent]=yuzu-agent
+while read -r name dir; do
+	shipped[$ROOT/$dir]=yuzu-plugin-$name
+done < <(shipped_plugins)
 
+failed=()
 for platform in $CROSS_PLATFORMS; do
 	export GOOS=${platform%/*} GOARCH=${platform#*/}
 	start=$SECONDS
 	ok=1
-	linked=()
-	ext=
-	[[ $GOOS == windows ]] && ext=.exe
 
-	# The release binaries, linked for real.
-	mains=()
-	is_main agent/cmd/yuzu-agent && mains+=("agent/cmd/yuzu-agent yuzu-agent")
-	while read -r name dir; do
-		is_main "$dir" && mains+=("$dir yuzu-plugin-$name")
-	done < <(shipped_plugins)
-	for m in "${mains[@]}"; do
-		read -r dir bin <<<"$m"
-		if go build -o "$out/$platform/$bin$ext" "./$dir"; then
-			linked+=("$bin")
-		else
-			warn "cross $platform: FAILED to build $bin from ./$dir"
-			ok=0
-		fi
-	done
-
-	# Everything else: compile and vet per module.
-	vetted=()
+	patterns=()
 	for mod in "${mods[@]}"; do
-		if [[ -z $(packages "$mod") ]]; then
-			say "cross $platform: $mod has no packages for $GOOS/$GOARCH yet: nothing to build or vet"
-			continue
-		fi
-		if ! (cd "$mod" && go build ./... && go vet ./...); then
-			warn "cross $platform: FAILED in module $mod (go build ./... && go vet ./...)"
-			ok=0
-			continue
-		fi
-		vetted+=("$mod")
+		patterns+=("./$mod/...")
 	done
+	# -e: a package with errors is still listed, so the build below reports them.
+	listing=$(go list -e -f '{{.Dir}} {{.Name}}' "${patterns[@]}" 2>/dev/null || true)
 
+	present=()
+	empty=()
+	for mod in "${mods[@]}"; do
+		if grep -q "^$ROOT/$mod[/ ]" <<<"$listing"; then
+			present+=("./$mod/...")
+		else
+			empty+=("$mod")
+		fi
+	done
+	mains=()
+	linked=()
+	while read -r dir name; do
+		if [[ $name == main && -n ${shipped[$dir]:-} ]]; then
+			mains+=("$dir")
+			linked+=("${shipped[$dir]}")
+		fi
+	done <<<"$listing"
+
+	if ((${#mains[@]} > 0)); then
+		mkdir -p "$out/$platform"
+		if ! go build -o "$out/$platform/" "${mains[@]}"; then
+			warn "cross $platform: FAILED to link ${linked[*]}"
+			ok=0
+		fi
+	fi
+	if ((${#present[@]} > 0)); then
+		if ! go build "${present[@]}"; then
+			warn "cross $platform: FAILED: go build ${present[*]}"
+			ok=0
+		fi
+		if ! go vet "${present[@]}"; then
+			warn "cross $platform: FAILED: go vet ${present[*]}"
+			ok=0
+		fi
+	fi
+
+	msg="linked [${linked[*]:-none}], built+vetted [${present[*]:-none}]"
+	if ((${#empty[@]} > 0)); then
+		msg+=", no packages yet in [${empty[*]}]"
+	fi
 	if ((ok)); then
-		say "cross $platform: ok in $((SECONDS - start))s: linked [${linked[*]:-none}], built+vetted [${vetted[*]:-none}]"
+		say "cross $platform: ok in $((SECONDS - start))s: $msg"
 	else
+		say "cross $platform: FAILED in $((SECONDS - start))s: $msg"
 		failed+=("$platform")
 	fi
 done
@@ -64,8 +87,5 @@ done
 if ((${#failed[@]} > 0)); then
 	warn "cross: FAILED for ${failed[*]}"
 	exit 1
-fi
-if [[ ! " ${mains[*]:-} " =~ yuzu-agent ]]; then
-	say "cross: note: agent/cmd/yuzu-agent does not exist yet, so no agent binary was linked"
 fi
 say "cross: all platforms ok ($CROSS_PLATFORMS)"
