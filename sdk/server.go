@@ -34,13 +34,14 @@ type server struct {
 	stopNow  context.CancelFunc
 	inflight sync.WaitGroup
 
-	mu  sync.RWMutex
-	cfg Config
+	mu      sync.RWMutex
+	cfg     Config
+	running map[string]context.CancelFunc // by invocation id
 }
 
 func newServer(p *Plugin, log hclog.Logger) *server {
 	stop, cancel := context.WithCancel(context.Background())
-	return &server{p: p, log: log, stop: stop, stopNow: cancel}
+	return &server{p: p, log: log, stop: stop, stopNow: cancel, running: map[string]context.CancelFunc{}}
 }
 
 // shutdown cancels every command in flight and waits up to grace for them to end.
@@ -114,6 +115,20 @@ func (s *server) Execute(req *pluginv1.ExecuteRequest, stream pluginv1.PluginSer
 	defer cancel()
 	stopWatch := context.AfterFunc(s.stop, cancel)
 	defer stopWatch()
+	if id := req.GetInvocationId(); id != "" {
+		s.mu.Lock()
+		if _, dup := s.running[id]; dup {
+			s.mu.Unlock()
+			return status.Errorf(codes.AlreadyExists, "invocation %q is already running", id)
+		}
+		s.running[id] = cancel
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			delete(s.running, id)
+			s.mu.Unlock()
+		}()
+	}
 	var deadline time.Time
 	if d := req.GetDeadline(); d != nil && (d.Seconds != 0 || d.Nanos != 0) {
 		deadline = d.AsTime()
@@ -160,6 +175,18 @@ func (s *server) Execute(req *pluginv1.ExecuteRequest, stream pluginv1.PluginSer
 		Completeness: pluginv1.Completeness(res.Completeness),
 		Provenance:   res.Provenance,
 	}}})
+}
+
+// Cancel cancels the context of a running command; its stream stays open so that the
+// agent sees the result once the handler returns.
+func (s *server) Cancel(_ context.Context, req *pluginv1.CancelRequest) (*pluginv1.CancelResponse, error) {
+	s.mu.RLock()
+	cancel, ok := s.running[req.GetInvocationId()]
+	s.mu.RUnlock()
+	if ok {
+		cancel()
+	}
+	return &pluginv1.CancelResponse{Found: ok}, nil
 }
 
 // call runs a handler, turning a panic into an error row so one bad command never

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -35,7 +36,13 @@ type TimeoutError struct {
 }
 
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("plugin timed out after %s", e.Deadline)
+	return "plugin timed out after " + Seconds(e.Deadline)
+}
+
+// Seconds writes d as a number of seconds, "600s" or "1.5s", the way timeouts are
+// configured (Go's "10m0s" reads badly in an error row).
+func Seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
 }
 
 // FailedError says the plugin is in the failed state: it exhausted its restart budget

@@ -61,6 +61,7 @@ type child struct {
 	manifest host.Manifest
 	pid      int
 	done     chan struct{} // closed once the process is known to be gone
+	wake     chan struct{} // nudges the watcher to look now (after a kill)
 	reason   atomic.Pointer[string]
 }
 
@@ -254,7 +255,7 @@ func (i *instance) launch() (*child, error) {
 		}
 		return nil, &StartError{Plugin: i.bin.name, Err: err}
 	}
-	c := &child{client: client, done: make(chan struct{})}
+	c := &child{client: client, done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	if rc := client.ReattachConfig(); rc != nil {
 		c.pid = rc.Pid
 	}
@@ -306,7 +307,11 @@ func (i *instance) watch(c *child) {
 	defer tick.Stop()
 	lastPing := time.Now()
 	misses := 0
-	for range tick.C {
+	for {
+		select {
+		case <-tick.C:
+		case <-c.wake:
+		}
 		if c.client.Exited() {
 			break
 		}
@@ -365,6 +370,15 @@ func (i *instance) kill(c *child, reason string) {
 	c.setReason(reason)
 	i.logger().Warn("killing plugin", "pid", c.pid, "reason", reason)
 	killTree(c.pid)
+	c.nudge()
+}
+
+// nudge wakes the watcher so an exit is noticed without waiting for the next poll.
+func (c *child) nudge() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
 }
 
 // stop ends the running child gracefully (go-plugin closes the connection and waits
@@ -381,6 +395,7 @@ func (i *instance) stop() {
 	}
 	c.setReason("agent stopped the plugin")
 	c.client.Kill() // graceful close, then a hard kill after go-plugin's wait
+	c.nudge()
 	<-c.done
 }
 
@@ -404,31 +419,53 @@ func (i *instance) status() Status {
 	return st
 }
 
-// execute runs one command on a running child, enforcing its deadline.
+// execute runs one command on a running child, enforcing its deadline: past the
+// deadline plus the grace period the child is killed. A command cancelled by its
+// caller gets the same grace to stop before the child is killed.
 func (i *instance) execute(ctx context.Context, req Request, onRows func([]string) error) (sdk.Result, error) {
+	start := time.Now()
 	deadline := req.Deadline
 	if deadline.IsZero() && req.Timeout > 0 {
-		deadline = time.Now().Add(req.Timeout)
+		deadline = start.Add(req.Timeout)
+	}
+	timeout := req.Timeout
+	if timeout <= 0 && !deadline.IsZero() {
+		timeout = deadline.Sub(start)
 	}
 	c, err := i.acquire(ctx)
 	if err != nil {
 		return sdk.Result{}, err
 	}
+	grace := i.sup.opts.Grace
 	var timedOut atomic.Bool
 	if !deadline.IsZero() {
-		t := time.AfterFunc(time.Until(deadline)+i.sup.opts.Grace, func() {
+		t := time.AfterFunc(time.Until(deadline)+grace, func() {
 			timedOut.Store(true)
 			c.setReason("stopped after another command timed out")
-			i.kill(c, fmt.Sprintf("command %q (%s) passed its deadline plus %s grace", req.ID, req.Action, i.sup.opts.Grace))
+			i.kill(c, fmt.Sprintf("command %q (%s) passed its deadline plus %s grace", req.ID, req.Action, grace))
 		})
 		defer t.Stop()
 	}
+	finished := make(chan struct{})
+	defer close(finished)
+	stopCancelWatch := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-finished:
+		case <-t.C:
+			c.setReason("stopped after another command was cancelled and did not stop")
+			i.kill(c, fmt.Sprintf("command %q (%s) did not stop within %s of its cancellation", req.ID, req.Action, grace))
+		}
+	})
+	defer stopCancelWatch()
+
 	res, err := c.rpc.Execute(ctx, host.Command{ID: req.ID, Action: req.Action, Params: req.Params, Deadline: deadline}, onRows)
 	if err == nil {
 		return res, nil
 	}
 	if timedOut.Load() {
-		return sdk.Result{}, &TimeoutError{Plugin: i.bin.name, Deadline: req.Timeout}
+		return sdk.Result{}, &TimeoutError{Plugin: i.bin.name, Deadline: timeout}
 	}
 	if ctx.Err() != nil {
 		return sdk.Result{}, ctx.Err()

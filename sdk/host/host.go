@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-plugin"
@@ -72,6 +74,7 @@ var ErrNoResult = errors.New("plugin ended the command without a result")
 // Client talks to one plugin child.
 type Client struct {
 	rpc pluginv1.PluginServiceClient
+	seq atomic.Uint64 // invocation ids
 }
 
 // Dispense returns a Client for a started go-plugin client protocol.
@@ -138,25 +141,47 @@ func (c *Client) Configure(ctx context.Context, cfg sdk.Config) error {
 	return err
 }
 
-// Execute runs a command, calling onRows for each batch of rows in order. It returns
-// the plugin's result. An error from onRows cancels the command and is returned.
+// cancelTimeout bounds the Cancel call itself.
+const cancelTimeout = 2 * time.Second
+
+// Execute runs a command, calling onRows for each batch of rows in order, and returns
+// the plugin's result.
+//
+// Cancelling ctx asks the plugin to cancel the handler (the Cancel RPC) but keeps the
+// stream open: Execute returns only when the handler has stopped (its result arrives,
+// returned together with ctx.Err()) or the stream breaks, for example because the
+// supervisor killed a handler that ignored the cancellation. A plugin that predates
+// Cancel has its stream cancelled instead. An error from onRows cancels the command
+// and is returned at once.
 func (c *Client) Execute(ctx context.Context, cmd Command, onRows func(rows []string) error) (sdk.Result, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	req := &pluginv1.ExecuteRequest{CommandId: cmd.ID, Action: cmd.Action, Parameters: cmd.Params}
+	streamCtx, cancelStream := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelStream()
+	inv := strconv.FormatUint(c.seq.Add(1), 10)
+	req := &pluginv1.ExecuteRequest{CommandId: cmd.ID, Action: cmd.Action, Parameters: cmd.Params, InvocationId: inv}
 	if !cmd.Deadline.IsZero() {
 		req.Deadline = timestamppb.New(cmd.Deadline)
 	}
-	stream, err := c.rpc.Execute(ctx, req)
+	stream, err := c.rpc.Execute(streamCtx, req)
 	if err != nil {
 		return sdk.Result{}, err
 	}
+	stopCancel := context.AfterFunc(ctx, func() {
+		cctx, done := context.WithTimeout(context.Background(), cancelTimeout)
+		defer done()
+		if _, err := c.rpc.Cancel(cctx, &pluginv1.CancelRequest{InvocationId: inv}); err != nil {
+			cancelStream()
+		}
+	})
+	defer stopCancel()
 	for {
 		ev, err := stream.Recv()
 		if err == io.EOF {
 			return sdk.Result{}, ErrNoResult
 		}
 		if err != nil {
+			if ctx.Err() != nil {
+				return sdk.Result{}, ctx.Err()
+			}
 			return sdk.Result{}, err
 		}
 		switch e := ev.GetEvent().(type) {
@@ -171,7 +196,7 @@ func (c *Client) Execute(ctx context.Context, cmd Command, onRows func(rows []st
 				Status:       sdk.Status(r.GetStatus()),
 				Completeness: sdk.Completeness(r.GetCompleteness()),
 				Provenance:   r.GetProvenance(),
-			}, nil
+			}, ctx.Err()
 		default:
 			return sdk.Result{}, fmt.Errorf("plugin sent an unknown event %T", e)
 		}

@@ -32,13 +32,11 @@ func ok(_ context.Context, _ *sdk.Request, out *sdk.Output) sdk.Result {
 }
 
 // flushRow writes a row that reaches the agent before the process dies. The SDK sends
-// a batch once FlushInterval has passed since the last send, so a second write after
-// that interval pushes the first row out; the pause after it lets gRPC put the batch
-// on the wire.
+// a partial batch FlushInterval after its first row; the pause past that lets gRPC put
+// the batch on the wire.
 func flushRow(out *sdk.Output, kind, field string) {
-	time.Sleep(sdk.FlushInterval + 20*time.Millisecond)
 	out.Row(kind, field)
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(sdk.FlushInterval + 150*time.Millisecond)
 }
 
 func crash(_ context.Context, _ *sdk.Request, out *sdk.Output) sdk.Result {

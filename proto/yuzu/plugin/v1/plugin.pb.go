@@ -191,6 +191,95 @@ func (Completeness) EnumDescriptor() ([]byte, []int) {
 	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{2}
 }
 
+type CancelRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	InvocationId  string                 `protobuf:"bytes,1,opt,name=invocation_id,json=invocationId,proto3" json:"invocation_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelRequest) Reset() {
+	*x = CancelRequest{}
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelRequest) ProtoMessage() {}
+
+func (x *CancelRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
+func (*CancelRequest) Descriptor() ([]byte, []int) {
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *CancelRequest) GetInvocationId() string {
+	if x != nil {
+		return x.InvocationId
+	}
+	return ""
+}
+
+type CancelResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False when no command with that invocation id is running (it already ended).
+	Found         bool `protobuf:"varint,1,opt,name=found,proto3" json:"found,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelResponse) Reset() {
+	*x = CancelResponse{}
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelResponse) ProtoMessage() {}
+
+func (x *CancelResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
+func (*CancelResponse) Descriptor() ([]byte, []int) {
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *CancelResponse) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
 type DescribeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -199,7 +288,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[0]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -211,7 +300,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[0]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -224,7 +313,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{0}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{2}
 }
 
 type DescribeResponse struct {
@@ -236,7 +325,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[1]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -248,7 +337,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[1]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -261,7 +350,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{1}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *DescribeResponse) GetManifest() *Manifest {
@@ -291,7 +380,7 @@ type Manifest struct {
 
 func (x *Manifest) Reset() {
 	*x = Manifest{}
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[2]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -303,7 +392,7 @@ func (x *Manifest) String() string {
 func (*Manifest) ProtoMessage() {}
 
 func (x *Manifest) ProtoReflect() protoreflect.Message {
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[2]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -316,7 +405,7 @@ func (x *Manifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Manifest.ProtoReflect.Descriptor instead.
 func (*Manifest) Descriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{2}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Manifest) GetName() string {
@@ -375,7 +464,7 @@ type Action struct {
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[3]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -387,7 +476,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[3]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -400,7 +489,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{3}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Action) GetName() string {
@@ -454,7 +543,7 @@ type OsLeg struct {
 
 func (x *OsLeg) Reset() {
 	*x = OsLeg{}
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[4]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -466,7 +555,7 @@ func (x *OsLeg) String() string {
 func (*OsLeg) ProtoMessage() {}
 
 func (x *OsLeg) ProtoReflect() protoreflect.Message {
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[4]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -479,7 +568,7 @@ func (x *OsLeg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OsLeg.ProtoReflect.Descriptor instead.
 func (*OsLeg) Descriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{4}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *OsLeg) GetSupport() SupportLevel {
@@ -524,7 +613,7 @@ type ConfigureRequest struct {
 
 func (x *ConfigureRequest) Reset() {
 	*x = ConfigureRequest{}
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[5]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -536,7 +625,7 @@ func (x *ConfigureRequest) String() string {
 func (*ConfigureRequest) ProtoMessage() {}
 
 func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[5]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -549,7 +638,7 @@ func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureRequest.ProtoReflect.Descriptor instead.
 func (*ConfigureRequest) Descriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{5}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ConfigureRequest) GetAgentId() string {
@@ -588,7 +677,7 @@ type ConfigureResponse struct {
 
 func (x *ConfigureResponse) Reset() {
 	*x = ConfigureResponse{}
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[6]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -600,7 +689,7 @@ func (x *ConfigureResponse) String() string {
 func (*ConfigureResponse) ProtoMessage() {}
 
 func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[6]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -613,7 +702,7 @@ func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureResponse.ProtoReflect.Descriptor instead.
 func (*ConfigureResponse) Descriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{6}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{8}
 }
 
 type ExecuteRequest struct {
@@ -624,14 +713,17 @@ type ExecuteRequest struct {
 	// Parameters exactly as dispatched: absent and present-but-empty differ.
 	Parameters map[string]string `protobuf:"bytes,3,rep,name=parameters,proto3" json:"parameters,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// When the agent gives up on the command. The stream context carries it too.
-	Deadline      *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	Deadline *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	// Unique per Execute call on one connection, chosen by the agent; Cancel names it.
+	// Empty means the command can only be cancelled by cancelling its stream.
+	InvocationId  string `protobuf:"bytes,5,opt,name=invocation_id,json=invocationId,proto3" json:"invocation_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExecuteRequest) Reset() {
 	*x = ExecuteRequest{}
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[7]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -643,7 +735,7 @@ func (x *ExecuteRequest) String() string {
 func (*ExecuteRequest) ProtoMessage() {}
 
 func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[7]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -656,7 +748,7 @@ func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{7}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ExecuteRequest) GetCommandId() string {
@@ -687,6 +779,13 @@ func (x *ExecuteRequest) GetDeadline() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *ExecuteRequest) GetInvocationId() string {
+	if x != nil {
+		return x.InvocationId
+	}
+	return ""
+}
+
 // ExecuteResponse is one event of a command's stream.
 type ExecuteResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -701,7 +800,7 @@ type ExecuteResponse struct {
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[8]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -713,7 +812,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[8]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -726,7 +825,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{8}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ExecuteResponse) GetEvent() isExecuteResponse_Event {
@@ -781,7 +880,7 @@ type RowBatch struct {
 
 func (x *RowBatch) Reset() {
 	*x = RowBatch{}
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[9]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -793,7 +892,7 @@ func (x *RowBatch) String() string {
 func (*RowBatch) ProtoMessage() {}
 
 func (x *RowBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[9]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -806,7 +905,7 @@ func (x *RowBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RowBatch.ProtoReflect.Descriptor instead.
 func (*RowBatch) Descriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{9}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RowBatch) GetRows() []string {
@@ -831,7 +930,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[10]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -843,7 +942,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[10]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -856,7 +955,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{10}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Result) GetReturnCode() int32 {
@@ -891,7 +990,11 @@ var File_yuzu_plugin_v1_plugin_proto protoreflect.FileDescriptor
 
 const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	"\n" +
-	"\x1byuzu/plugin/v1/plugin.proto\x12\x0eyuzu.plugin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x11\n" +
+	"\x1byuzu/plugin/v1/plugin.proto\x12\x0eyuzu.plugin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"4\n" +
+	"\rCancelRequest\x12#\n" +
+	"\rinvocation_id\x18\x01 \x01(\tR\finvocationId\"&\n" +
+	"\x0eCancelResponse\x12\x14\n" +
+	"\x05found\x18\x01 \x01(\bR\x05found\"\x11\n" +
 	"\x0fDescribeRequest\"H\n" +
 	"\x10DescribeResponse\x124\n" +
 	"\bmanifest\x18\x01 \x01(\v2\x18.yuzu.plugin.v1.ManifestR\bmanifest\"\xd1\x01\n" +
@@ -919,7 +1022,7 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	"\ragent_version\x18\x02 \x01(\tR\fagentVersion\x12\x19\n" +
 	"\bdata_dir\x18\x03 \x01(\tR\adataDir\x12\x1b\n" +
 	"\tlog_level\x18\x04 \x01(\tR\blogLevel\"\x13\n" +
-	"\x11ConfigureResponse\"\x8e\x02\n" +
+	"\x11ConfigureResponse\"\xb3\x02\n" +
 	"\x0eExecuteRequest\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x16\n" +
@@ -927,7 +1030,8 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	"\n" +
 	"parameters\x18\x03 \x03(\v2..yuzu.plugin.v1.ExecuteRequest.ParametersEntryR\n" +
 	"parameters\x126\n" +
-	"\bdeadline\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x1a=\n" +
+	"\bdeadline\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12#\n" +
+	"\rinvocation_id\x18\x05 \x01(\tR\finvocationId\x1a=\n" +
 	"\x0fParametersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"|\n" +
@@ -960,11 +1064,12 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	"\fCompleteness\x12\x18\n" +
 	"\x14COMPLETENESS_UNKNOWN\x10\x00\x12\x15\n" +
 	"\x11COMPLETENESS_FULL\x10\x01\x12\x18\n" +
-	"\x14COMPLETENESS_PARTIAL\x10\x022\xfe\x01\n" +
+	"\x14COMPLETENESS_PARTIAL\x10\x022\xc7\x02\n" +
 	"\rPluginService\x12M\n" +
 	"\bDescribe\x12\x1f.yuzu.plugin.v1.DescribeRequest\x1a .yuzu.plugin.v1.DescribeResponse\x12P\n" +
 	"\tConfigure\x12 .yuzu.plugin.v1.ConfigureRequest\x1a!.yuzu.plugin.v1.ConfigureResponse\x12L\n" +
-	"\aExecute\x12\x1e.yuzu.plugin.v1.ExecuteRequest\x1a\x1f.yuzu.plugin.v1.ExecuteResponse0\x01B6Z4github.com/yuzugo/yuzu/proto/yuzu/plugin/v1;pluginv1b\x06proto3"
+	"\aExecute\x12\x1e.yuzu.plugin.v1.ExecuteRequest\x1a\x1f.yuzu.plugin.v1.ExecuteResponse0\x01\x12G\n" +
+	"\x06Cancel\x12\x1d.yuzu.plugin.v1.CancelRequest\x1a\x1e.yuzu.plugin.v1.CancelResponseB6Z4github.com/yuzugo/yuzu/proto/yuzu/plugin/v1;pluginv1b\x06proto3"
 
 var (
 	file_yuzu_plugin_v1_plugin_proto_rawDescOnce sync.Once
@@ -979,46 +1084,50 @@ func file_yuzu_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_yuzu_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_yuzu_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_yuzu_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_yuzu_plugin_v1_plugin_proto_goTypes = []any{
 	(SupportLevel)(0),             // 0: yuzu.plugin.v1.SupportLevel
 	(ResultStatus)(0),             // 1: yuzu.plugin.v1.ResultStatus
 	(Completeness)(0),             // 2: yuzu.plugin.v1.Completeness
-	(*DescribeRequest)(nil),       // 3: yuzu.plugin.v1.DescribeRequest
-	(*DescribeResponse)(nil),      // 4: yuzu.plugin.v1.DescribeResponse
-	(*Manifest)(nil),              // 5: yuzu.plugin.v1.Manifest
-	(*Action)(nil),                // 6: yuzu.plugin.v1.Action
-	(*OsLeg)(nil),                 // 7: yuzu.plugin.v1.OsLeg
-	(*ConfigureRequest)(nil),      // 8: yuzu.plugin.v1.ConfigureRequest
-	(*ConfigureResponse)(nil),     // 9: yuzu.plugin.v1.ConfigureResponse
-	(*ExecuteRequest)(nil),        // 10: yuzu.plugin.v1.ExecuteRequest
-	(*ExecuteResponse)(nil),       // 11: yuzu.plugin.v1.ExecuteResponse
-	(*RowBatch)(nil),              // 12: yuzu.plugin.v1.RowBatch
-	(*Result)(nil),                // 13: yuzu.plugin.v1.Result
-	nil,                           // 14: yuzu.plugin.v1.ExecuteRequest.ParametersEntry
-	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
+	(*CancelRequest)(nil),         // 3: yuzu.plugin.v1.CancelRequest
+	(*CancelResponse)(nil),        // 4: yuzu.plugin.v1.CancelResponse
+	(*DescribeRequest)(nil),       // 5: yuzu.plugin.v1.DescribeRequest
+	(*DescribeResponse)(nil),      // 6: yuzu.plugin.v1.DescribeResponse
+	(*Manifest)(nil),              // 7: yuzu.plugin.v1.Manifest
+	(*Action)(nil),                // 8: yuzu.plugin.v1.Action
+	(*OsLeg)(nil),                 // 9: yuzu.plugin.v1.OsLeg
+	(*ConfigureRequest)(nil),      // 10: yuzu.plugin.v1.ConfigureRequest
+	(*ConfigureResponse)(nil),     // 11: yuzu.plugin.v1.ConfigureResponse
+	(*ExecuteRequest)(nil),        // 12: yuzu.plugin.v1.ExecuteRequest
+	(*ExecuteResponse)(nil),       // 13: yuzu.plugin.v1.ExecuteResponse
+	(*RowBatch)(nil),              // 14: yuzu.plugin.v1.RowBatch
+	(*Result)(nil),                // 15: yuzu.plugin.v1.Result
+	nil,                           // 16: yuzu.plugin.v1.ExecuteRequest.ParametersEntry
+	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
 }
 var file_yuzu_plugin_v1_plugin_proto_depIdxs = []int32{
-	5,  // 0: yuzu.plugin.v1.DescribeResponse.manifest:type_name -> yuzu.plugin.v1.Manifest
-	6,  // 1: yuzu.plugin.v1.Manifest.actions:type_name -> yuzu.plugin.v1.Action
-	7,  // 2: yuzu.plugin.v1.Action.linux:type_name -> yuzu.plugin.v1.OsLeg
-	7,  // 3: yuzu.plugin.v1.Action.darwin:type_name -> yuzu.plugin.v1.OsLeg
-	7,  // 4: yuzu.plugin.v1.Action.windows:type_name -> yuzu.plugin.v1.OsLeg
+	7,  // 0: yuzu.plugin.v1.DescribeResponse.manifest:type_name -> yuzu.plugin.v1.Manifest
+	8,  // 1: yuzu.plugin.v1.Manifest.actions:type_name -> yuzu.plugin.v1.Action
+	9,  // 2: yuzu.plugin.v1.Action.linux:type_name -> yuzu.plugin.v1.OsLeg
+	9,  // 3: yuzu.plugin.v1.Action.darwin:type_name -> yuzu.plugin.v1.OsLeg
+	9,  // 4: yuzu.plugin.v1.Action.windows:type_name -> yuzu.plugin.v1.OsLeg
 	0,  // 5: yuzu.plugin.v1.OsLeg.support:type_name -> yuzu.plugin.v1.SupportLevel
-	14, // 6: yuzu.plugin.v1.ExecuteRequest.parameters:type_name -> yuzu.plugin.v1.ExecuteRequest.ParametersEntry
-	15, // 7: yuzu.plugin.v1.ExecuteRequest.deadline:type_name -> google.protobuf.Timestamp
-	12, // 8: yuzu.plugin.v1.ExecuteResponse.rows:type_name -> yuzu.plugin.v1.RowBatch
-	13, // 9: yuzu.plugin.v1.ExecuteResponse.result:type_name -> yuzu.plugin.v1.Result
+	16, // 6: yuzu.plugin.v1.ExecuteRequest.parameters:type_name -> yuzu.plugin.v1.ExecuteRequest.ParametersEntry
+	17, // 7: yuzu.plugin.v1.ExecuteRequest.deadline:type_name -> google.protobuf.Timestamp
+	14, // 8: yuzu.plugin.v1.ExecuteResponse.rows:type_name -> yuzu.plugin.v1.RowBatch
+	15, // 9: yuzu.plugin.v1.ExecuteResponse.result:type_name -> yuzu.plugin.v1.Result
 	1,  // 10: yuzu.plugin.v1.Result.status:type_name -> yuzu.plugin.v1.ResultStatus
 	2,  // 11: yuzu.plugin.v1.Result.completeness:type_name -> yuzu.plugin.v1.Completeness
-	3,  // 12: yuzu.plugin.v1.PluginService.Describe:input_type -> yuzu.plugin.v1.DescribeRequest
-	8,  // 13: yuzu.plugin.v1.PluginService.Configure:input_type -> yuzu.plugin.v1.ConfigureRequest
-	10, // 14: yuzu.plugin.v1.PluginService.Execute:input_type -> yuzu.plugin.v1.ExecuteRequest
-	4,  // 15: yuzu.plugin.v1.PluginService.Describe:output_type -> yuzu.plugin.v1.DescribeResponse
-	9,  // 16: yuzu.plugin.v1.PluginService.Configure:output_type -> yuzu.plugin.v1.ConfigureResponse
-	11, // 17: yuzu.plugin.v1.PluginService.Execute:output_type -> yuzu.plugin.v1.ExecuteResponse
-	15, // [15:18] is the sub-list for method output_type
-	12, // [12:15] is the sub-list for method input_type
+	5,  // 12: yuzu.plugin.v1.PluginService.Describe:input_type -> yuzu.plugin.v1.DescribeRequest
+	10, // 13: yuzu.plugin.v1.PluginService.Configure:input_type -> yuzu.plugin.v1.ConfigureRequest
+	12, // 14: yuzu.plugin.v1.PluginService.Execute:input_type -> yuzu.plugin.v1.ExecuteRequest
+	3,  // 15: yuzu.plugin.v1.PluginService.Cancel:input_type -> yuzu.plugin.v1.CancelRequest
+	6,  // 16: yuzu.plugin.v1.PluginService.Describe:output_type -> yuzu.plugin.v1.DescribeResponse
+	11, // 17: yuzu.plugin.v1.PluginService.Configure:output_type -> yuzu.plugin.v1.ConfigureResponse
+	13, // 18: yuzu.plugin.v1.PluginService.Execute:output_type -> yuzu.plugin.v1.ExecuteResponse
+	4,  // 19: yuzu.plugin.v1.PluginService.Cancel:output_type -> yuzu.plugin.v1.CancelResponse
+	16, // [16:20] is the sub-list for method output_type
+	12, // [12:16] is the sub-list for method input_type
 	12, // [12:12] is the sub-list for extension type_name
 	12, // [12:12] is the sub-list for extension extendee
 	0,  // [0:12] is the sub-list for field type_name
@@ -1029,7 +1138,7 @@ func file_yuzu_plugin_v1_plugin_proto_init() {
 	if File_yuzu_plugin_v1_plugin_proto != nil {
 		return
 	}
-	file_yuzu_plugin_v1_plugin_proto_msgTypes[8].OneofWrappers = []any{
+	file_yuzu_plugin_v1_plugin_proto_msgTypes[10].OneofWrappers = []any{
 		(*ExecuteResponse_Rows)(nil),
 		(*ExecuteResponse_Result)(nil),
 	}
@@ -1039,7 +1148,7 @@ func file_yuzu_plugin_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_yuzu_plugin_v1_plugin_proto_rawDesc), len(file_yuzu_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -29,6 +29,7 @@ const (
 	PluginService_Describe_FullMethodName  = "/yuzu.plugin.v1.PluginService/Describe"
 	PluginService_Configure_FullMethodName = "/yuzu.plugin.v1.PluginService/Configure"
 	PluginService_Execute_FullMethodName   = "/yuzu.plugin.v1.PluginService/Execute"
+	PluginService_Cancel_FullMethodName    = "/yuzu.plugin.v1.PluginService/Cancel"
 )
 
 // PluginServiceClient is the client API for PluginService service.
@@ -44,6 +45,10 @@ type PluginServiceClient interface {
 	// Execute runs one command. The stream carries zero or more row batches and then
 	// exactly one result. Cancelling the stream cancels the command.
 	Execute(ctx context.Context, in *ExecuteRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExecuteResponse], error)
+	// Cancel cancels a running Execute by its invocation id while keeping its stream
+	// open, so the agent learns when the handler has actually stopped (its result
+	// arrives) and kills the child only if it does not stop within the grace period.
+	Cancel(ctx context.Context, in *CancelRequest, opts ...grpc.CallOption) (*CancelResponse, error)
 }
 
 type pluginServiceClient struct {
@@ -93,6 +98,16 @@ func (c *pluginServiceClient) Execute(ctx context.Context, in *ExecuteRequest, o
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type PluginService_ExecuteClient = grpc.ServerStreamingClient[ExecuteResponse]
 
+func (c *pluginServiceClient) Cancel(ctx context.Context, in *CancelRequest, opts ...grpc.CallOption) (*CancelResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CancelResponse)
+	err := c.cc.Invoke(ctx, PluginService_Cancel_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PluginServiceServer is the server API for PluginService service.
 // All implementations must embed UnimplementedPluginServiceServer
 // for forward compatibility.
@@ -106,6 +121,10 @@ type PluginServiceServer interface {
 	// Execute runs one command. The stream carries zero or more row batches and then
 	// exactly one result. Cancelling the stream cancels the command.
 	Execute(*ExecuteRequest, grpc.ServerStreamingServer[ExecuteResponse]) error
+	// Cancel cancels a running Execute by its invocation id while keeping its stream
+	// open, so the agent learns when the handler has actually stopped (its result
+	// arrives) and kills the child only if it does not stop within the grace period.
+	Cancel(context.Context, *CancelRequest) (*CancelResponse, error)
 	mustEmbedUnimplementedPluginServiceServer()
 }
 
@@ -124,6 +143,9 @@ func (UnimplementedPluginServiceServer) Configure(context.Context, *ConfigureReq
 }
 func (UnimplementedPluginServiceServer) Execute(*ExecuteRequest, grpc.ServerStreamingServer[ExecuteResponse]) error {
 	return status.Error(codes.Unimplemented, "method Execute not implemented")
+}
+func (UnimplementedPluginServiceServer) Cancel(context.Context, *CancelRequest) (*CancelResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Cancel not implemented")
 }
 func (UnimplementedPluginServiceServer) mustEmbedUnimplementedPluginServiceServer() {}
 func (UnimplementedPluginServiceServer) testEmbeddedByValue()                       {}
@@ -193,6 +215,24 @@ func _PluginService_Execute_Handler(srv interface{}, stream grpc.ServerStream) e
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type PluginService_ExecuteServer = grpc.ServerStreamingServer[ExecuteResponse]
 
+func _PluginService_Cancel_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PluginServiceServer).Cancel(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PluginService_Cancel_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PluginServiceServer).Cancel(ctx, req.(*CancelRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PluginService_ServiceDesc is the grpc.ServiceDesc for PluginService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -207,6 +247,10 @@ var PluginService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Configure",
 			Handler:    _PluginService_Configure_Handler,
+		},
+		{
+			MethodName: "Cancel",
+			Handler:    _PluginService_Cancel_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
