@@ -22,14 +22,24 @@ if [[ ! -x $TOOLS_BIN/testreport ]]; then
 	exit 1
 fi
 
-label="$mod (go test $*)"
+label="go test $*"
+label="$mod: ${label% }${NOTE:+ ($NOTE)}"
 say "test $mod: go test $* ./..."
+one=$(mktemp)
+trap 'rm -f "$one"' EXIT
+start=$SECONDS
 # go test's own status matters too: it fails on things the event stream may not show
 # (a bad flag, a module that does not load).
 set +e
-(cd "$mod" && go test -json "$@" ./... 2>&1) | "$TOOLS_BIN/testreport" -label "$label" -summary "$summary"
+(cd "$mod" && go test -json "$@" ./... 2>&1) | "$TOOLS_BIN/testreport" -label "$label" -summary "$one"
 status=("${PIPESTATUS[@]}")
 set -e
+if [[ -s $one ]]; then
+	echo "$(cat "$one") ($((SECONDS - start))s)" >>"$summary"
+else
+	echo "FAIL $label: testreport wrote no summary" >>"$summary"
+	status[1]=1
+fi
 if ((status[0] != 0 && status[1] == 0)); then
 	warn "test $mod: go test exited ${status[0]} although no test failed"
 	echo "FAIL $mod: go test exited ${status[0]}" >>"$summary"

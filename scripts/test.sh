@@ -7,7 +7,7 @@
 #   cross   linux/darwin/windows x amd64/arm64: build and vet with cgo off
 #   build   bin/yuzu-agent, bin/plugins/*, bin/plugins/plugins.sha256
 #   proto   go test in proto/: the generated code matches the .proto files
-#   go test -race for sdk and agent; go test for plugin-tags, definitions, integration
+#   go test every module: -race for sdk and agent; integration last, never cached
 #
 # Every step runs even after an earlier one failed, so one run shows every problem.
 # The summary at the end has one line per step (with test counts); the exit status is 1
@@ -33,14 +33,13 @@ step() {
 	fi
 }
 
-# gotest MODULE FLAGS... runs a module's tests; testreport writes the counted summary
-# line, this adds the duration.
+# gotest MODULE FLAGS... runs a module's tests; scripts/gotest.sh writes the summary
+# line with the test counts.
 gotest() {
-	local mod=$1 start=$SECONDS rc=0
+	local mod=$1 rc=0
 	shift
 	printf '\n==== go test %s\n' "$mod"
 	scripts/gotest.sh "$mod" "$summary" "$@" || rc=$?
-	echo "     ($mod took $((SECONDS - start))s)" >>"$summary"
 	((rc == 0)) || failed+=("go test $mod")
 }
 
@@ -50,17 +49,26 @@ step lint scripts/lint.sh
 step cross scripts/cross.sh
 step build scripts/build.sh
 
-# Race detection needs cgo. sdk and agent are where goroutines meet (streams,
-# supervisor state machines), so they run under -race.
-CGO_ENABLED=1 gotest sdk -race
-CGO_ENABLED=1 gotest agent -race
-# proto holds the generated-code staleness test (proto/generate_test.go).
-gotest proto
-gotest plugin-tags
-gotest definitions
-# The end-to-end tests exec real binaries, which go test's result cache cannot see
-# change: always run them.
-gotest integration -count=1 -timeout 10m
+# Every workspace module is tested, so a new module (another plugin) needs no change
+# here. Race detection needs cgo; sdk and agent are where goroutines meet (streams,
+# supervisor state machines), so they run under -race. proto holds the generated-code
+# staleness test (proto/generate_test.go). The end-to-end tests exec real binaries,
+# which go test's result cache cannot see change, so they always run, and run last.
+for mod in $(modules | grep -vx integration); do
+	case $mod in
+	sdk | agent) CGO_ENABLED=1 gotest "$mod" -race ;;
+	proto) NOTE="generated code up to date" gotest proto ;;
+	*) gotest "$mod" ;;
+	esac
+done
+# tools/ (the test report and tool installer) is outside go.work on purpose.
+GOWORK=off gotest tools
+if modules | grep -qx integration; then
+	gotest integration -count=1 -timeout 10m
+else
+	echo "FAIL integration: the module is missing from go.work" >>"$summary"
+	failed+=(integration)
+fi
 
 elapsed=$((SECONDS - started))
 printf '\n==== summary (%dm%02ds)\n' $((elapsed / 60)) $((elapsed % 60))
