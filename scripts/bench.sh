@@ -2,6 +2,7 @@
 # `make bench`: the Go benchmarks of every package that has any (agent, integration, sdk
 # and whatever grows them), then the cold-start time of a whole `yuzu-agent exec`
 # (scripts/bench-cold-exec.sh). Benchmarks are discovered with `go test -list`.
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 failed=0
@@ -22,7 +23,7 @@ while read -r mod; do
 		say "bench: $mod has no benchmarks"
 		continue
 	fi
-	say "bench: $mod: $(echo $pkgs)"
+	say "bench: $mod: ${pkgs//$'\n'/ }"
 	# shellcheck disable=SC2086 # one argument per package
 	(cd "$mod" && go test -run '^$' -bench . -benchmem $pkgs) || failed=1
 done < <(modules)

@@ -9,6 +9,7 @@
 #
 # A module that is still a bare go.mod is reported and left out; a module with Go code
 # but without the expected main package is an error.
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 BIN_DIR=${BIN_DIR:-$ROOT/bin}

@@ -10,6 +10,7 @@
 # One go invocation covers all modules (`go vet ./sdk/... ./agent/... ...` from the
 # workspace root), which lets go schedule the work across cores and saves loading the
 # workspace again for every module.
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 export CGO_ENABLED=0
@@ -39,7 +40,7 @@ for platform in $CROSS_PLATFORMS; do
 	present=()
 	empty=()
 	for mod in "${mods[@]}"; do
-		if grep -q "^$ROOT/$mod[/ ]" <<<"$listing"; then
+		if grep -q "^${ROOT}/${mod}[/ ]" <<<"$listing"; then
 			present+=("./$mod/...")
 		else
 			empty+=("$mod")

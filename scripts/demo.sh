@@ -3,6 +3,7 @@
 # operator would, in a fresh temporary data directory. Each step prints the command and
 # its output and checks the exit code and the rows it must print; the demo stops with a
 # non-zero status at the first step that behaves unexpectedly. Needs `make build`.
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 agent=$ROOT/bin/yuzu-agent

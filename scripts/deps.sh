@@ -5,6 +5,7 @@
 # missing packages. On a machine without apt-get, or without root, it says what is
 # missing and fails: tests that need it could not run, and that is never skipped
 # silently.
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # command  Debian package  why

@@ -2,6 +2,7 @@
 # `make fuzz`: runs every fuzz target in every module for FUZZTIME (default 10s).
 # Targets are discovered with `go test -list '^Fuzz'`, so a new FuzzX is picked up with
 # no change here. New failing inputs land in the package's testdata/fuzz/ as usual.
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 FUZZTIME=${FUZZTIME:-10s}

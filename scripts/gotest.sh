@@ -6,6 +6,7 @@
 # The report lists every failing test with its output and every skipped test with its
 # reason, and appends one line with exact counts to SUMMARY_FILE. A module that is
 # still a bare go.mod has nothing to test; that is said, in the report and the summary.
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 mod=$1 summary=$2

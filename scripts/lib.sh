@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for the scripts in this directory; source it, do not run it.
 #
 # Everything here works from the repository root whatever the caller's directory, and
@@ -7,6 +8,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck disable=SC2034 # used by the scripts that source this file
 TOOLS_BIN=$ROOT/.tools/bin
 cd "$ROOT"
 
@@ -20,13 +22,19 @@ if ! command -v go >/dev/null 2>&1; then
 	fi
 fi
 
+# cgo off unless a step needs it (go test -race does, and says so): building, vetting,
+# staticcheck and the ordinary tests then share one build configuration with
+# `make cross` for linux/amd64, so the dependency graph is compiled once for it, not
+# once with cgo and once without. Nothing here uses cgo.
+export CGO_ENABLED=${CGO_ENABLED:-0}
+
 # The platforms `make cross` checks; only linux/amd64 runs tests here.
 CROSS_PLATFORMS=${CROSS_PLATFORMS:-"linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64"}
 
 # modules prints the workspace modules (directories relative to the root), one a line.
 modules() {
 	local dir
-	GOWORK= go list -m -f '{{.Dir}}' | while read -r dir; do
+	GOWORK='' go list -m -f '{{.Dir}}' | while read -r dir; do
 		echo "${dir#"$ROOT"/}"
 	done
 }

@@ -6,6 +6,7 @@
 #
 # Usage: scripts/lint.sh [CHECK...]   CHECK: gofmt vet staticcheck buf-lint buf-breaking
 # (default: all of them).
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 failed=()

@@ -12,6 +12,7 @@
 # Every step runs even after an earlier one failed, so one run shows every problem.
 # The summary at the end has one line per step (with test counts); the exit status is 1
 # if any step failed.
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 summary=$(mktemp)
@@ -74,7 +75,9 @@ elapsed=$((SECONDS - started))
 printf '\n==== summary (%dm%02ds)\n' $((elapsed / 60)) $((elapsed % 60))
 cat "$summary"
 if ((${#failed[@]} > 0)); then
-	printf '\nmake test: FAILED: %s\n' "$(IFS=,; echo "${failed[*]}" | sed 's/,/, /g')"
+	printf '\nmake test: FAILED:'
+	printf ' [%s]' "${failed[@]}"
+	printf '\n'
 	exit 1
 fi
 printf '\nmake test: PASSED\n'
