@@ -70,17 +70,10 @@ func rawClient(tb testing.TB, path, dataDir string) (*host.Client, *plugin.Clien
 	tb.Helper()
 	cmd := exec.Command(path)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	c := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  host.Handshake,
-		VersionedPlugins: host.PluginSets(),
-		Cmd:              cmd,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		SkipHostEnv:      true,
-		GRPCDialOptions:  host.DialOptions(),
-		Logger:           hclog.NewNullLogger(),
-		StartTimeout:     30 * time.Second,
-	})
+	cfg := host.ClientConfig(cmd)
+	cfg.Logger = hclog.NewNullLogger()
+	cfg.StartTimeout = 30 * time.Second
+	c := plugin.NewClient(cfg)
 	cp, err := c.Client()
 	if err != nil {
 		c.Kill()

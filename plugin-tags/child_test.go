@@ -81,18 +81,11 @@ func startChild(t *testing.T, cfg sdk.Config, prepare func(*exec.Cmd)) *child {
 		prepare(cmd)
 	}
 	stderr := &syncBuffer{}
-	c := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  host.Handshake,
-		VersionedPlugins: host.PluginSets(),
-		Cmd:              cmd,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		SkipHostEnv:      true,
-		GRPCDialOptions:  host.DialOptions(),
-		Stderr:           stderr,
-		Logger:           hclog.New(&hclog.LoggerOptions{Name: "test", Level: hclog.Error, Output: os.Stderr}),
-		StartTimeout:     30 * time.Second,
-	})
+	pc := host.ClientConfig(cmd)
+	pc.Stderr = stderr
+	pc.Logger = hclog.New(&hclog.LoggerOptions{Name: "test", Level: hclog.Error, Output: os.Stderr})
+	pc.StartTimeout = 30 * time.Second
+	c := plugin.NewClient(pc)
 	t.Cleanup(c.Kill)
 	cp, err := c.Client()
 	if err != nil {

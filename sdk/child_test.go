@@ -45,17 +45,10 @@ func TestMain(m *testing.M) {
 func runIntermediateParent(bin string) int {
 	cmd := exec.Command(bin)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	c := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  host.Handshake,
-		VersionedPlugins: host.PluginSets(),
-		Cmd:              cmd,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		SkipHostEnv:      true,
-		GRPCDialOptions:  host.DialOptions(),
-		Logger:           hclog.New(&hclog.LoggerOptions{Name: "parent", Level: hclog.Warn, Output: os.Stderr}),
-		StartTimeout:     30 * time.Second,
-	})
+	cfg := host.ClientConfig(cmd)
+	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "parent", Level: hclog.Warn, Output: os.Stderr})
+	cfg.StartTimeout = 30 * time.Second
+	c := plugin.NewClient(cfg)
 	cp, err := c.Client()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "intermediate parent: start:", err)

@@ -235,18 +235,11 @@ func (i *instance) launch() (*child, error) {
 	cmd := exec.Command(i.bin.path)
 	cmd.Env = childEnv(os.Environ(), hostOS)
 	prepareCmd(cmd)
-	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  host.Handshake,
-		VersionedPlugins: host.PluginSets(),
-		Cmd:              cmd,
-		SecureConfig:     &plugin.SecureConfig{Checksum: i.bin.checksum, Hash: sha256.New()},
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		SkipHostEnv:      true,
-		GRPCDialOptions:  host.DialOptions(),
-		Logger:           pluginLogger(i.sup.log, i.bin.name),
-		StartTimeout:     o.StartTimeout,
-	})
+	cfg := host.ClientConfig(cmd)
+	cfg.SecureConfig = &plugin.SecureConfig{Checksum: i.bin.checksum, Hash: sha256.New()}
+	cfg.Logger = pluginLogger(i.sup.log, i.bin.name)
+	cfg.StartTimeout = o.StartTimeout
+	client := plugin.NewClient(cfg)
 	cp, err := client.Client()
 	if err != nil {
 		client.Kill()

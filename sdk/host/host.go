@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os/exec"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,23 @@ func DialOptions() []grpc.DialOption {
 		grpc.MaxCallRecvMsgSize(MaxMessageBytes),
 		grpc.MaxCallSendMsgSize(MaxMessageBytes),
 	)}
+}
+
+// ClientConfig returns the go-plugin client configuration every host starts a yuzu
+// plugin child with: the handshake, gRPC only, automatic mutual TLS, no inherited
+// environment (cmd.Env is all the child gets, plus go-plugin's own variables) and the
+// message size limits. The caller adds what is its own: Logger, StartTimeout,
+// SecureConfig, Stderr.
+func ClientConfig(cmd *exec.Cmd) *plugin.ClientConfig {
+	return &plugin.ClientConfig{
+		HandshakeConfig:  Handshake,
+		VersionedPlugins: PluginSets(),
+		Cmd:              cmd,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		SkipHostEnv:      true,
+		GRPCDialOptions:  DialOptions(),
+	}
 }
 
 // Manifest is what a plugin says about itself.

@@ -85,17 +85,10 @@ func Start(t testing.TB, path string, cfg sdk.Config) *Harness {
 	t.Helper()
 	cmd := exec.Command(path)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	c := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  host.Handshake,
-		VersionedPlugins: host.PluginSets(),
-		Cmd:              cmd,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		SkipHostEnv:      true,
-		GRPCDialOptions:  host.DialOptions(),
-		Logger:           hclog.New(&hclog.LoggerOptions{Name: "sdktest", Level: hclog.Warn, Output: os.Stderr}),
-		StartTimeout:     30 * time.Second,
-	})
+	pc := host.ClientConfig(cmd)
+	pc.Logger = hclog.New(&hclog.LoggerOptions{Name: "sdktest", Level: hclog.Warn, Output: os.Stderr})
+	pc.StartTimeout = 30 * time.Second
+	c := plugin.NewClient(pc)
 	t.Cleanup(c.Kill)
 	cp, err := c.Client()
 	if err != nil {
