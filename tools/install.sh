@@ -41,6 +41,7 @@ record() {
 	grep -v "^$1 " "$STAMP" >"$tmp" || true
 	echo "$2" >>"$tmp"
 	sort -o "$tmp" "$tmp"
+	chmod 0644 "$tmp"
 	mv -f "$tmp" "$STAMP"
 }
 
