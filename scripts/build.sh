@@ -16,10 +16,11 @@ BIN_DIR=${BIN_DIR:-$ROOT/bin}
 PLUGIN_DIR=$BIN_DIR/plugins
 # CGO off: the binaries are static and match what `make cross` checks.
 export CGO_ENABLED=${CGO_ENABLED:-0}
-BUILD_FLAGS=()
-if [[ -n ${LDFLAGS:-} ]]; then
-	BUILD_FLAGS+=(-ldflags "$LDFLAGS")
-fi
+# Release binaries drop the symbol table and DWARF (-s -w): a third smaller, so the
+# SHA-256 the agent checks before every plugin start costs a third less. Link-only
+# flags, so the compile cache stays shared with `make cross`. LDFLAGS adds to them.
+commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+BUILD_FLAGS=(-ldflags "-s -w -X github.com/yuzugo/yuzu/agent/internal/cli.Commit=$commit ${LDFLAGS:-}")
 
 mkdir -p "$PLUGIN_DIR"
 chmod 0755 "$BIN_DIR" "$PLUGIN_DIR"
