@@ -16,6 +16,7 @@ type RefusedError struct {
 	Reason string
 }
 
+// Error says what happened.
 func (e *RefusedError) Error() string {
 	return fmt.Sprintf("plugin binary %s refused: %s", e.Path, e.Reason)
 }
@@ -26,6 +27,7 @@ type CrashedError struct {
 	Detail string
 }
 
+// Error says what happened.
 func (e *CrashedError) Error() string { return "plugin crashed: " + e.Detail }
 
 // TimeoutError says the command outlived its deadline plus the grace period and the
@@ -35,6 +37,7 @@ type TimeoutError struct {
 	Deadline time.Duration
 }
 
+// Error says what happened.
 func (e *TimeoutError) Error() string {
 	return "plugin timed out after " + Seconds(e.Deadline)
 }
@@ -53,6 +56,7 @@ type FailedError struct {
 	Until  time.Time
 }
 
+// Error says what happened.
 func (e *FailedError) Error() string {
 	return fmt.Sprintf("plugin %s failed: %s; next start attempt after %s", e.Plugin, e.Reason, e.Until.UTC().Format(time.RFC3339))
 }
@@ -63,7 +67,9 @@ type StartError struct {
 	Err    error
 }
 
+// Error says what happened.
 func (e *StartError) Error() string {
 	return fmt.Sprintf("plugin %s did not start: %v", e.Plugin, e.Err)
 }
+// Unwrap returns the underlying error.
 func (e *StartError) Unwrap() error { return e.Err }

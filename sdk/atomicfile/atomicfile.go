@@ -94,7 +94,9 @@ type DirSyncError struct {
 	Err error
 }
 
+// Error says what happened.
 func (e *DirSyncError) Error() string { return "fsync directory " + e.Dir + ": " + e.Err.Error() }
+// Unwrap returns the underlying error.
 func (e *DirSyncError) Unwrap() error { return e.Err }
 
 var errDirSyncUnsupported = errors.New("directory sync unsupported")
