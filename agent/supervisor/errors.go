@@ -71,5 +71,6 @@ type StartError struct {
 func (e *StartError) Error() string {
 	return fmt.Sprintf("plugin %s did not start: %v", e.Plugin, e.Err)
 }
+
 // Unwrap returns the underlying error.
 func (e *StartError) Unwrap() error { return e.Err }

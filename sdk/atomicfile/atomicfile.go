@@ -96,6 +96,7 @@ type DirSyncError struct {
 
 // Error says what happened.
 func (e *DirSyncError) Error() string { return "fsync directory " + e.Dir + ": " + e.Err.Error() }
+
 // Unwrap returns the underlying error.
 func (e *DirSyncError) Unwrap() error { return e.Err }
 
