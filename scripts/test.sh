@@ -79,10 +79,14 @@ cpu=$(awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); s += t[1] 
 rm -f "$summary.cpu"
 printf '\n==== summary (wall %dm%02ds, cpu %dm%02ds)\n' $((elapsed / 60)) $((elapsed % 60)) $((cpu / 60)) $((cpu % 60))
 cat "$summary"
+# The totals over every module, last and alone on their line, in the plain form CI
+# readers look for: `tests: N passed, N failed, N skipped`.
+totals=$(awk '{ for (i = 2; i <= NF; i++) { if ($i ~ /^passed,?$/) p += $(i-1); if ($i ~ /^failed,?$/) f += $(i-1); if ($i ~ /^skipped,?$/) k += $(i-1) } }
+	END { printf "tests: %d passed, %d failed, %d skipped", p, f, k }' "$summary")
 if ((${#failed[@]} > 0)); then
 	printf '\nmake test: FAILED:'
 	printf ' [%s]' "${failed[@]}"
-	printf '\n'
+	printf '\n%s\n' "$totals"
 	exit 1
 fi
-printf '\nmake test: PASSED\n'
+printf '\nmake test: PASSED\n%s\n' "$totals"
