@@ -5,8 +5,6 @@ import (
 	"time"
 )
 
-type timeDuration = time.Duration
-
 // pollParent calls gone once the parent pid is no longer ppid. A ppid of 1 means the
 // plugin was started by init or its parent already died: there is nothing to watch.
 func pollParent(ppid int, every time.Duration, gone func()) {
