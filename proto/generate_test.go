@@ -1,4 +1,8 @@
 // Package proto_test checks that the committed generated code matches the .proto files.
+// The generated Go does not live here: buf.gen.yaml writes each package where its
+// go_package says, relative to the repository root (yuzu.plugin.v1 inside the SDK), so
+// this test regenerates into a scratch root and compares every *.pb.go of the
+// repository with it.
 package proto_test
 
 import (
@@ -36,8 +40,10 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 	}
 	checkPinnedTools(t, bin)
 
+	// buf.gen.yaml writes to "..", so generating with --output <scratch>/proto puts
+	// the files under <scratch> exactly as `make proto` puts them under the root.
 	out := t.TempDir()
-	cmd := exec.Command(filepath.Join(bin, "buf"), "generate", "--output", out)
+	cmd := exec.Command(filepath.Join(bin, "buf"), "generate", "--output", filepath.Join(out, "proto"))
 	// buf finds the local protoc plugins on PATH; put the pinned ones first so a
 	// different protoc-gen-go elsewhere on the machine is never used.
 	cmd.Env = append(os.Environ(),
@@ -49,7 +55,7 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 	}
 
 	generated := generatedFiles(t, out)
-	committed := generatedFiles(t, ".")
+	committed := generatedFiles(t, repoRoot)
 	if len(generated) == 0 {
 		t.Fatal("buf generate produced no *.pb.go files: check buf.gen.yaml")
 	}
@@ -58,12 +64,12 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := os.ReadFile(name)
+		got, err := os.ReadFile(filepath.Join(repoRoot, name))
 		switch {
 		case err != nil:
-			t.Errorf("proto/%s is generated but not committed (%v): run `make proto`", name, err)
+			t.Errorf("%s is generated but not committed (%v): run `make proto`", name, err)
 		case !bytes.Equal(got, want):
-			t.Errorf("proto/%s is stale (%s): run `make proto` and commit the result", name, firstDifference(got, want))
+			t.Errorf("%s is stale (%s): run `make proto` and commit the result", name, firstDifference(got, want))
 		}
 	}
 	fresh := map[string]bool{}
@@ -72,7 +78,7 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 	}
 	for _, name := range committed {
 		if !fresh[name] {
-			t.Errorf("proto/%s is committed but no .proto file generates it any more: delete it", name)
+			t.Errorf("%s is committed but no .proto file generates it any more: delete it", name)
 		}
 	}
 }
@@ -128,6 +134,13 @@ func readPins(t *testing.T) map[string]pin {
 	return pins
 }
 
+// repoRoot is the repository root, relative to this package's directory.
+const repoRoot = ".."
+
+// skipDirs are never searched for generated files: build outputs, tool downloads and
+// test inputs.
+var skipDirs = map[string]bool{".git": true, ".tools": true, ".cache": true, "bin": true, "testdata": true, "node_modules": true}
+
 // generatedFiles lists the *.pb.go files under root, as slash paths relative to root.
 func generatedFiles(t *testing.T, root string) []string {
 	t.Helper()
@@ -136,7 +149,7 @@ func generatedFiles(t *testing.T, root string) []string {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && d.Name() == "testdata" {
+		if d.IsDir() && path != root && skipDirs[d.Name()] {
 			return filepath.SkipDir
 		}
 		if !d.IsDir() && strings.HasSuffix(d.Name(), ".pb.go") {

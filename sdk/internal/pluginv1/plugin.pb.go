@@ -29,6 +29,62 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ValueType is how a parameter or column value is read. Values always travel as text.
+type ValueType int32
+
+const (
+	ValueType_VALUE_TYPE_UNSPECIFIED ValueType = 0
+	ValueType_VALUE_TYPE_STRING      ValueType = 1
+	ValueType_VALUE_TYPE_INT32       ValueType = 2
+	ValueType_VALUE_TYPE_INT64       ValueType = 3
+	ValueType_VALUE_TYPE_BOOL        ValueType = 4
+)
+
+// Enum value maps for ValueType.
+var (
+	ValueType_name = map[int32]string{
+		0: "VALUE_TYPE_UNSPECIFIED",
+		1: "VALUE_TYPE_STRING",
+		2: "VALUE_TYPE_INT32",
+		3: "VALUE_TYPE_INT64",
+		4: "VALUE_TYPE_BOOL",
+	}
+	ValueType_value = map[string]int32{
+		"VALUE_TYPE_UNSPECIFIED": 0,
+		"VALUE_TYPE_STRING":      1,
+		"VALUE_TYPE_INT32":       2,
+		"VALUE_TYPE_INT64":       3,
+		"VALUE_TYPE_BOOL":        4,
+	}
+)
+
+func (x ValueType) Enum() *ValueType {
+	p := new(ValueType)
+	*p = x
+	return p
+}
+
+func (x ValueType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ValueType) Descriptor() protoreflect.EnumDescriptor {
+	return file_yuzu_plugin_v1_plugin_proto_enumTypes[0].Descriptor()
+}
+
+func (ValueType) Type() protoreflect.EnumType {
+	return &file_yuzu_plugin_v1_plugin_proto_enumTypes[0]
+}
+
+func (x ValueType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ValueType.Descriptor instead.
+func (ValueType) EnumDescriptor() ([]byte, []int) {
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{0}
+}
+
 // SupportLevel mirrors the upstream capability declaration (same numbers).
 type SupportLevel int32
 
@@ -69,11 +125,11 @@ func (x SupportLevel) String() string {
 }
 
 func (SupportLevel) Descriptor() protoreflect.EnumDescriptor {
-	return file_yuzu_plugin_v1_plugin_proto_enumTypes[0].Descriptor()
+	return file_yuzu_plugin_v1_plugin_proto_enumTypes[1].Descriptor()
 }
 
 func (SupportLevel) Type() protoreflect.EnumType {
-	return &file_yuzu_plugin_v1_plugin_proto_enumTypes[0]
+	return &file_yuzu_plugin_v1_plugin_proto_enumTypes[1]
 }
 
 func (x SupportLevel) Number() protoreflect.EnumNumber {
@@ -82,7 +138,7 @@ func (x SupportLevel) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SupportLevel.Descriptor instead.
 func (SupportLevel) EnumDescriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{0}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{1}
 }
 
 // ResultStatus is the typed status a plugin may declare (upstream numbers).
@@ -125,11 +181,11 @@ func (x ResultStatus) String() string {
 }
 
 func (ResultStatus) Descriptor() protoreflect.EnumDescriptor {
-	return file_yuzu_plugin_v1_plugin_proto_enumTypes[1].Descriptor()
+	return file_yuzu_plugin_v1_plugin_proto_enumTypes[2].Descriptor()
 }
 
 func (ResultStatus) Type() protoreflect.EnumType {
-	return &file_yuzu_plugin_v1_plugin_proto_enumTypes[1]
+	return &file_yuzu_plugin_v1_plugin_proto_enumTypes[2]
 }
 
 func (x ResultStatus) Number() protoreflect.EnumNumber {
@@ -138,7 +194,7 @@ func (x ResultStatus) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ResultStatus.Descriptor instead.
 func (ResultStatus) EnumDescriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{1}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{2}
 }
 
 // Completeness says whether the rows are the whole answer (upstream numbers).
@@ -175,11 +231,11 @@ func (x Completeness) String() string {
 }
 
 func (Completeness) Descriptor() protoreflect.EnumDescriptor {
-	return file_yuzu_plugin_v1_plugin_proto_enumTypes[2].Descriptor()
+	return file_yuzu_plugin_v1_plugin_proto_enumTypes[3].Descriptor()
 }
 
 func (Completeness) Type() protoreflect.EnumType {
-	return &file_yuzu_plugin_v1_plugin_proto_enumTypes[2]
+	return &file_yuzu_plugin_v1_plugin_proto_enumTypes[3]
 }
 
 func (x Completeness) Number() protoreflect.EnumNumber {
@@ -188,7 +244,7 @@ func (x Completeness) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Completeness.Descriptor instead.
 func (Completeness) EnumDescriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{2}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{3}
 }
 
 type CancelRequest struct {
@@ -372,8 +428,11 @@ type Manifest struct {
 	SdkVersion string `protobuf:"bytes,4,opt,name=sdk_version,json=sdkVersion,proto3" json:"sdk_version,omitempty"`
 	// Actions in the order the plugin declares them.
 	Actions []*Action `protobuf:"bytes,5,rep,name=actions,proto3" json:"actions,omitempty"`
-	// Free-form capability words (reserved for later use by the agent).
-	Capabilities  []string `protobuf:"bytes,6,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
+	// Reserved: never filled by the SDK and ignored by the agent.
+	Capabilities []string `protobuf:"bytes,6,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
+	// The InstructionDefinitions (YAML) the plugin ships with, served so that an agent
+	// learns a plugin's definitions from the verified binary itself.
+	Definitions   []*DefinitionFile `protobuf:"bytes,7,rep,name=definitions,proto3" json:"definitions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -450,21 +509,90 @@ func (x *Manifest) GetCapabilities() []string {
 	return nil
 }
 
+func (x *Manifest) GetDefinitions() []*DefinitionFile {
+	if x != nil {
+		return x.Definitions
+	}
+	return nil
+}
+
+// DefinitionFile is one YAML file of InstructionDefinitions, as embedded in the plugin.
+type DefinitionFile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The file's name, e.g. `tags.yaml`; used only in messages.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Content       []byte `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DefinitionFile) Reset() {
+	*x = DefinitionFile{}
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DefinitionFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DefinitionFile) ProtoMessage() {}
+
+func (x *DefinitionFile) ProtoReflect() protoreflect.Message {
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DefinitionFile.ProtoReflect.Descriptor instead.
+func (*DefinitionFile) Descriptor() ([]byte, []int) {
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *DefinitionFile) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DefinitionFile) GetContent() []byte {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
 // Action describes one action and how well each operating system supports it.
 type Action struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Description   string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
-	Linux         *OsLeg                 `protobuf:"bytes,3,opt,name=linux,proto3" json:"linux,omitempty"`
-	Darwin        *OsLeg                 `protobuf:"bytes,4,opt,name=darwin,proto3" json:"darwin,omitempty"`
-	Windows       *OsLeg                 `protobuf:"bytes,5,opt,name=windows,proto3" json:"windows,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Description string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	Linux       *OsLeg                 `protobuf:"bytes,3,opt,name=linux,proto3" json:"linux,omitempty"`
+	Darwin      *OsLeg                 `protobuf:"bytes,4,opt,name=darwin,proto3" json:"darwin,omitempty"`
+	Windows     *OsLeg                 `protobuf:"bytes,5,opt,name=windows,proto3" json:"windows,omitempty"`
+	// The parameters the action declares, in declaration order. The plugin checks
+	// them before the action runs; parameters it does not declare still reach it.
+	Parameters []*Parameter `protobuf:"bytes,6,rep,name=parameters,proto3" json:"parameters,omitempty"`
+	// The kinds of rows the action writes, besides `error`, in their usual order.
+	Rows []*RowKind `protobuf:"bytes,7,rep,name=rows,proto3" json:"rows,omitempty"`
+	// The result columns as an InstructionDefinition lists them: the fields after the
+	// row kind. Usually the rows' columns one after the other.
+	Columns       []*Column `protobuf:"bytes,8,rep,name=columns,proto3" json:"columns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[5]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -476,7 +604,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[5]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -489,7 +617,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{5}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Action) GetName() string {
@@ -527,15 +655,295 @@ func (x *Action) GetWindows() *OsLeg {
 	return nil
 }
 
+func (x *Action) GetParameters() []*Parameter {
+	if x != nil {
+		return x.Parameters
+	}
+	return nil
+}
+
+func (x *Action) GetRows() []*RowKind {
+	if x != nil {
+		return x.Rows
+	}
+	return nil
+}
+
+func (x *Action) GetColumns() []*Column {
+	if x != nil {
+		return x.Columns
+	}
+	return nil
+}
+
+// Parameter declares one parameter of an action and the rules its value must meet.
+type Parameter struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Type  ValueType              `protobuf:"varint,2,opt,name=type,proto3,enum=yuzu.plugin.v1.ValueType" json:"type,omitempty"`
+	// Absent or empty is refused.
+	Required bool `protobuf:"varint,3,opt,name=required,proto3" json:"required,omitempty"`
+	// The value the action uses when the parameter is absent (documentation: the
+	// plugin applies it itself, nothing injects it).
+	DefaultValue *string `protobuf:"bytes,4,opt,name=default_value,json=defaultValue,proto3,oneof" json:"default_value,omitempty"`
+	Description  string  `protobuf:"bytes,5,opt,name=description,proto3" json:"description,omitempty"`
+	// Bounds on the length in bytes (strings only).
+	MinLength *uint32 `protobuf:"varint,6,opt,name=min_length,json=minLength,proto3,oneof" json:"min_length,omitempty"`
+	MaxLength *uint32 `protobuf:"varint,7,opt,name=max_length,json=maxLength,proto3,oneof" json:"max_length,omitempty"`
+	// An RE2 expression the whole value must match (strings only).
+	Pattern string `protobuf:"bytes,8,opt,name=pattern,proto3" json:"pattern,omitempty"`
+	// The allowed values, compared exactly.
+	EnumValues []string `protobuf:"bytes,9,rep,name=enum_values,json=enumValues,proto3" json:"enum_values,omitempty"`
+	// Inclusive bounds (integers only).
+	Minimum *int64 `protobuf:"varint,10,opt,name=minimum,proto3,oneof" json:"minimum,omitempty"`
+	Maximum *int64 `protobuf:"varint,11,opt,name=maximum,proto3,oneof" json:"maximum,omitempty"`
+	// When set, an integer outside minimum..maximum is brought to the nearest bound by
+	// the action instead of being refused.
+	Clamped bool `protobuf:"varint,12,opt,name=clamped,proto3" json:"clamped,omitempty"`
+	// A short human label.
+	DisplayName   string `protobuf:"bytes,13,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Parameter) Reset() {
+	*x = Parameter{}
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Parameter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Parameter) ProtoMessage() {}
+
+func (x *Parameter) ProtoReflect() protoreflect.Message {
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Parameter.ProtoReflect.Descriptor instead.
+func (*Parameter) Descriptor() ([]byte, []int) {
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Parameter) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Parameter) GetType() ValueType {
+	if x != nil {
+		return x.Type
+	}
+	return ValueType_VALUE_TYPE_UNSPECIFIED
+}
+
+func (x *Parameter) GetRequired() bool {
+	if x != nil {
+		return x.Required
+	}
+	return false
+}
+
+func (x *Parameter) GetDefaultValue() string {
+	if x != nil && x.DefaultValue != nil {
+		return *x.DefaultValue
+	}
+	return ""
+}
+
+func (x *Parameter) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Parameter) GetMinLength() uint32 {
+	if x != nil && x.MinLength != nil {
+		return *x.MinLength
+	}
+	return 0
+}
+
+func (x *Parameter) GetMaxLength() uint32 {
+	if x != nil && x.MaxLength != nil {
+		return *x.MaxLength
+	}
+	return 0
+}
+
+func (x *Parameter) GetPattern() string {
+	if x != nil {
+		return x.Pattern
+	}
+	return ""
+}
+
+func (x *Parameter) GetEnumValues() []string {
+	if x != nil {
+		return x.EnumValues
+	}
+	return nil
+}
+
+func (x *Parameter) GetMinimum() int64 {
+	if x != nil && x.Minimum != nil {
+		return *x.Minimum
+	}
+	return 0
+}
+
+func (x *Parameter) GetMaximum() int64 {
+	if x != nil && x.Maximum != nil {
+		return *x.Maximum
+	}
+	return 0
+}
+
+func (x *Parameter) GetClamped() bool {
+	if x != nil {
+		return x.Clamped
+	}
+	return false
+}
+
+func (x *Parameter) GetDisplayName() string {
+	if x != nil {
+		return x.DisplayName
+	}
+	return ""
+}
+
+// RowKind declares one kind of row an action writes: the literal first field and the
+// names of the fields after it.
+type RowKind struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Columns       []*Column              `protobuf:"bytes,2,rep,name=columns,proto3" json:"columns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RowKind) Reset() {
+	*x = RowKind{}
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RowKind) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RowKind) ProtoMessage() {}
+
+func (x *RowKind) ProtoReflect() protoreflect.Message {
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RowKind.ProtoReflect.Descriptor instead.
+func (*RowKind) Descriptor() ([]byte, []int) {
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RowKind) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *RowKind) GetColumns() []*Column {
+	if x != nil {
+		return x.Columns
+	}
+	return nil
+}
+
+// Column is one field of a row after its kind.
+type Column struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Type          ValueType              `protobuf:"varint,2,opt,name=type,proto3,enum=yuzu.plugin.v1.ValueType" json:"type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Column) Reset() {
+	*x = Column{}
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Column) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Column) ProtoMessage() {}
+
+func (x *Column) ProtoReflect() protoreflect.Message {
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Column.ProtoReflect.Descriptor instead.
+func (*Column) Descriptor() ([]byte, []int) {
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Column) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Column) GetType() ValueType {
+	if x != nil {
+		return x.Type
+	}
+	return ValueType_VALUE_TYPE_UNSPECIFIED
+}
+
 // OsLeg is one operating system's support for an action.
 type OsLeg struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Support SupportLevel           `protobuf:"varint,1,opt,name=support,proto3,enum=yuzu.plugin.v1.SupportLevel" json:"support,omitempty"`
-	// Rung 1-3 of the plugin's mechanism ladder; 0 when undeclared.
+	// The position of `mechanism` in the ordered list of mechanisms the action tries on
+	// this operating system (1 = tried first); 0 when not stated.
 	Rung int32 `protobuf:"varint,2,opt,name=rung,proto3" json:"rung,omitempty"`
-	// The mechanism used (e.g. `local_json_store`, `nftables`).
+	// How the action does its work there (e.g. `local_json_store`, `nftables`).
 	Mechanism string `protobuf:"bytes,3,opt,name=mechanism,proto3" json:"mechanism,omitempty"`
-	// What happens when the mechanism is not available.
+	// What the action does when the mechanism is not available.
 	Fallback      string `protobuf:"bytes,4,opt,name=fallback,proto3" json:"fallback,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -543,7 +951,7 @@ type OsLeg struct {
 
 func (x *OsLeg) Reset() {
 	*x = OsLeg{}
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[6]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -555,7 +963,7 @@ func (x *OsLeg) String() string {
 func (*OsLeg) ProtoMessage() {}
 
 func (x *OsLeg) ProtoReflect() protoreflect.Message {
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[6]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -568,7 +976,7 @@ func (x *OsLeg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OsLeg.ProtoReflect.Descriptor instead.
 func (*OsLeg) Descriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{6}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *OsLeg) GetSupport() SupportLevel {
@@ -613,7 +1021,7 @@ type ConfigureRequest struct {
 
 func (x *ConfigureRequest) Reset() {
 	*x = ConfigureRequest{}
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[7]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -625,7 +1033,7 @@ func (x *ConfigureRequest) String() string {
 func (*ConfigureRequest) ProtoMessage() {}
 
 func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[7]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -638,7 +1046,7 @@ func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureRequest.ProtoReflect.Descriptor instead.
 func (*ConfigureRequest) Descriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{7}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ConfigureRequest) GetAgentId() string {
@@ -677,7 +1085,7 @@ type ConfigureResponse struct {
 
 func (x *ConfigureResponse) Reset() {
 	*x = ConfigureResponse{}
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[8]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -689,7 +1097,7 @@ func (x *ConfigureResponse) String() string {
 func (*ConfigureResponse) ProtoMessage() {}
 
 func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[8]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -702,7 +1110,7 @@ func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureResponse.ProtoReflect.Descriptor instead.
 func (*ConfigureResponse) Descriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{8}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 type ExecuteRequest struct {
@@ -723,7 +1131,7 @@ type ExecuteRequest struct {
 
 func (x *ExecuteRequest) Reset() {
 	*x = ExecuteRequest{}
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[9]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -735,7 +1143,7 @@ func (x *ExecuteRequest) String() string {
 func (*ExecuteRequest) ProtoMessage() {}
 
 func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[9]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -748,7 +1156,7 @@ func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{9}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ExecuteRequest) GetCommandId() string {
@@ -800,7 +1208,7 @@ type ExecuteResponse struct {
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[10]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -812,7 +1220,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[10]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -825,7 +1233,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{10}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ExecuteResponse) GetEvent() isExecuteResponse_Event {
@@ -880,7 +1288,7 @@ type RowBatch struct {
 
 func (x *RowBatch) Reset() {
 	*x = RowBatch{}
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[11]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -892,7 +1300,7 @@ func (x *RowBatch) String() string {
 func (*RowBatch) ProtoMessage() {}
 
 func (x *RowBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[11]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -905,7 +1313,7 @@ func (x *RowBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RowBatch.ProtoReflect.Descriptor instead.
 func (*RowBatch) Descriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{11}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RowBatch) GetRows() []string {
@@ -930,7 +1338,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -942,7 +1350,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -955,7 +1363,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Result) GetReturnCode() int32 {
@@ -997,7 +1405,7 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x05found\x18\x01 \x01(\bR\x05found\"\x11\n" +
 	"\x0fDescribeRequest\"H\n" +
 	"\x10DescribeResponse\x124\n" +
-	"\bmanifest\x18\x01 \x01(\v2\x18.yuzu.plugin.v1.ManifestR\bmanifest\"\xd1\x01\n" +
+	"\bmanifest\x18\x01 \x01(\v2\x18.yuzu.plugin.v1.ManifestR\bmanifest\"\x93\x02\n" +
 	"\bManifest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12 \n" +
@@ -1005,13 +1413,53 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	"\vsdk_version\x18\x04 \x01(\tR\n" +
 	"sdkVersion\x120\n" +
 	"\aactions\x18\x05 \x03(\v2\x16.yuzu.plugin.v1.ActionR\aactions\x12\"\n" +
-	"\fcapabilities\x18\x06 \x03(\tR\fcapabilities\"\xcb\x01\n" +
+	"\fcapabilities\x18\x06 \x03(\tR\fcapabilities\x12@\n" +
+	"\vdefinitions\x18\a \x03(\v2\x1e.yuzu.plugin.v1.DefinitionFileR\vdefinitions\">\n" +
+	"\x0eDefinitionFile\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\acontent\x18\x02 \x01(\fR\acontent\"\xe5\x02\n" +
 	"\x06Action\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12+\n" +
 	"\x05linux\x18\x03 \x01(\v2\x15.yuzu.plugin.v1.OsLegR\x05linux\x12-\n" +
 	"\x06darwin\x18\x04 \x01(\v2\x15.yuzu.plugin.v1.OsLegR\x06darwin\x12/\n" +
-	"\awindows\x18\x05 \x01(\v2\x15.yuzu.plugin.v1.OsLegR\awindows\"\x8d\x01\n" +
+	"\awindows\x18\x05 \x01(\v2\x15.yuzu.plugin.v1.OsLegR\awindows\x129\n" +
+	"\n" +
+	"parameters\x18\x06 \x03(\v2\x19.yuzu.plugin.v1.ParameterR\n" +
+	"parameters\x12+\n" +
+	"\x04rows\x18\a \x03(\v2\x17.yuzu.plugin.v1.RowKindR\x04rows\x120\n" +
+	"\acolumns\x18\b \x03(\v2\x16.yuzu.plugin.v1.ColumnR\acolumns\"\xfc\x03\n" +
+	"\tParameter\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12-\n" +
+	"\x04type\x18\x02 \x01(\x0e2\x19.yuzu.plugin.v1.ValueTypeR\x04type\x12\x1a\n" +
+	"\brequired\x18\x03 \x01(\bR\brequired\x12(\n" +
+	"\rdefault_value\x18\x04 \x01(\tH\x00R\fdefaultValue\x88\x01\x01\x12 \n" +
+	"\vdescription\x18\x05 \x01(\tR\vdescription\x12\"\n" +
+	"\n" +
+	"min_length\x18\x06 \x01(\rH\x01R\tminLength\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"max_length\x18\a \x01(\rH\x02R\tmaxLength\x88\x01\x01\x12\x18\n" +
+	"\apattern\x18\b \x01(\tR\apattern\x12\x1f\n" +
+	"\venum_values\x18\t \x03(\tR\n" +
+	"enumValues\x12\x1d\n" +
+	"\aminimum\x18\n" +
+	" \x01(\x03H\x03R\aminimum\x88\x01\x01\x12\x1d\n" +
+	"\amaximum\x18\v \x01(\x03H\x04R\amaximum\x88\x01\x01\x12\x18\n" +
+	"\aclamped\x18\f \x01(\bR\aclamped\x12!\n" +
+	"\fdisplay_name\x18\r \x01(\tR\vdisplayNameB\x10\n" +
+	"\x0e_default_valueB\r\n" +
+	"\v_min_lengthB\r\n" +
+	"\v_max_lengthB\n" +
+	"\n" +
+	"\b_minimumB\n" +
+	"\n" +
+	"\b_maximum\"O\n" +
+	"\aRowKind\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x120\n" +
+	"\acolumns\x18\x02 \x03(\v2\x16.yuzu.plugin.v1.ColumnR\acolumns\"K\n" +
+	"\x06Column\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12-\n" +
+	"\x04type\x18\x02 \x01(\x0e2\x19.yuzu.plugin.v1.ValueTypeR\x04type\"\x8d\x01\n" +
 	"\x05OsLeg\x126\n" +
 	"\asupport\x18\x01 \x01(\x0e2\x1c.yuzu.plugin.v1.SupportLevelR\asupport\x12\x12\n" +
 	"\x04rung\x18\x02 \x01(\x05R\x04rung\x12\x1c\n" +
@@ -1048,7 +1496,13 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	"\fcompleteness\x18\x03 \x01(\x0e2\x1c.yuzu.plugin.v1.CompletenessR\fcompleteness\x12\x1e\n" +
 	"\n" +
 	"provenance\x18\x04 \x01(\tR\n" +
-	"provenance*\xa2\x01\n" +
+	"provenance*\x7f\n" +
+	"\tValueType\x12\x1a\n" +
+	"\x16VALUE_TYPE_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11VALUE_TYPE_STRING\x10\x01\x12\x14\n" +
+	"\x10VALUE_TYPE_INT32\x10\x02\x12\x14\n" +
+	"\x10VALUE_TYPE_INT64\x10\x03\x12\x13\n" +
+	"\x0fVALUE_TYPE_BOOL\x10\x04*\xa2\x01\n" +
 	"\fSupportLevel\x12\x1c\n" +
 	"\x18SUPPORT_LEVEL_UNDECLARED\x10\x00\x12\x1d\n" +
 	"\x19SUPPORT_LEVEL_UNSUPPORTED\x10\x01\x12\x19\n" +
@@ -1069,7 +1523,7 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	"\bDescribe\x12\x1f.yuzu.plugin.v1.DescribeRequest\x1a .yuzu.plugin.v1.DescribeResponse\x12P\n" +
 	"\tConfigure\x12 .yuzu.plugin.v1.ConfigureRequest\x1a!.yuzu.plugin.v1.ConfigureResponse\x12L\n" +
 	"\aExecute\x12\x1e.yuzu.plugin.v1.ExecuteRequest\x1a\x1f.yuzu.plugin.v1.ExecuteResponse0\x01\x12G\n" +
-	"\x06Cancel\x12\x1d.yuzu.plugin.v1.CancelRequest\x1a\x1e.yuzu.plugin.v1.CancelResponseB6Z4github.com/yuzugo/yuzu/proto/yuzu/plugin/v1;pluginv1b\x06proto3"
+	"\x06Cancel\x12\x1d.yuzu.plugin.v1.CancelRequest\x1a\x1e.yuzu.plugin.v1.CancelResponseB7Z5github.com/yuzugo/yuzu/sdk/internal/pluginv1;pluginv1b\x06proto3"
 
 var (
 	file_yuzu_plugin_v1_plugin_proto_rawDescOnce sync.Once
@@ -1083,54 +1537,66 @@ func file_yuzu_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 	return file_yuzu_plugin_v1_plugin_proto_rawDescData
 }
 
-var file_yuzu_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_yuzu_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_yuzu_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_yuzu_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_yuzu_plugin_v1_plugin_proto_goTypes = []any{
-	(SupportLevel)(0),             // 0: yuzu.plugin.v1.SupportLevel
-	(ResultStatus)(0),             // 1: yuzu.plugin.v1.ResultStatus
-	(Completeness)(0),             // 2: yuzu.plugin.v1.Completeness
-	(*CancelRequest)(nil),         // 3: yuzu.plugin.v1.CancelRequest
-	(*CancelResponse)(nil),        // 4: yuzu.plugin.v1.CancelResponse
-	(*DescribeRequest)(nil),       // 5: yuzu.plugin.v1.DescribeRequest
-	(*DescribeResponse)(nil),      // 6: yuzu.plugin.v1.DescribeResponse
-	(*Manifest)(nil),              // 7: yuzu.plugin.v1.Manifest
-	(*Action)(nil),                // 8: yuzu.plugin.v1.Action
-	(*OsLeg)(nil),                 // 9: yuzu.plugin.v1.OsLeg
-	(*ConfigureRequest)(nil),      // 10: yuzu.plugin.v1.ConfigureRequest
-	(*ConfigureResponse)(nil),     // 11: yuzu.plugin.v1.ConfigureResponse
-	(*ExecuteRequest)(nil),        // 12: yuzu.plugin.v1.ExecuteRequest
-	(*ExecuteResponse)(nil),       // 13: yuzu.plugin.v1.ExecuteResponse
-	(*RowBatch)(nil),              // 14: yuzu.plugin.v1.RowBatch
-	(*Result)(nil),                // 15: yuzu.plugin.v1.Result
-	nil,                           // 16: yuzu.plugin.v1.ExecuteRequest.ParametersEntry
-	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
+	(ValueType)(0),                // 0: yuzu.plugin.v1.ValueType
+	(SupportLevel)(0),             // 1: yuzu.plugin.v1.SupportLevel
+	(ResultStatus)(0),             // 2: yuzu.plugin.v1.ResultStatus
+	(Completeness)(0),             // 3: yuzu.plugin.v1.Completeness
+	(*CancelRequest)(nil),         // 4: yuzu.plugin.v1.CancelRequest
+	(*CancelResponse)(nil),        // 5: yuzu.plugin.v1.CancelResponse
+	(*DescribeRequest)(nil),       // 6: yuzu.plugin.v1.DescribeRequest
+	(*DescribeResponse)(nil),      // 7: yuzu.plugin.v1.DescribeResponse
+	(*Manifest)(nil),              // 8: yuzu.plugin.v1.Manifest
+	(*DefinitionFile)(nil),        // 9: yuzu.plugin.v1.DefinitionFile
+	(*Action)(nil),                // 10: yuzu.plugin.v1.Action
+	(*Parameter)(nil),             // 11: yuzu.plugin.v1.Parameter
+	(*RowKind)(nil),               // 12: yuzu.plugin.v1.RowKind
+	(*Column)(nil),                // 13: yuzu.plugin.v1.Column
+	(*OsLeg)(nil),                 // 14: yuzu.plugin.v1.OsLeg
+	(*ConfigureRequest)(nil),      // 15: yuzu.plugin.v1.ConfigureRequest
+	(*ConfigureResponse)(nil),     // 16: yuzu.plugin.v1.ConfigureResponse
+	(*ExecuteRequest)(nil),        // 17: yuzu.plugin.v1.ExecuteRequest
+	(*ExecuteResponse)(nil),       // 18: yuzu.plugin.v1.ExecuteResponse
+	(*RowBatch)(nil),              // 19: yuzu.plugin.v1.RowBatch
+	(*Result)(nil),                // 20: yuzu.plugin.v1.Result
+	nil,                           // 21: yuzu.plugin.v1.ExecuteRequest.ParametersEntry
+	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
 }
 var file_yuzu_plugin_v1_plugin_proto_depIdxs = []int32{
-	7,  // 0: yuzu.plugin.v1.DescribeResponse.manifest:type_name -> yuzu.plugin.v1.Manifest
-	8,  // 1: yuzu.plugin.v1.Manifest.actions:type_name -> yuzu.plugin.v1.Action
-	9,  // 2: yuzu.plugin.v1.Action.linux:type_name -> yuzu.plugin.v1.OsLeg
-	9,  // 3: yuzu.plugin.v1.Action.darwin:type_name -> yuzu.plugin.v1.OsLeg
-	9,  // 4: yuzu.plugin.v1.Action.windows:type_name -> yuzu.plugin.v1.OsLeg
-	0,  // 5: yuzu.plugin.v1.OsLeg.support:type_name -> yuzu.plugin.v1.SupportLevel
-	16, // 6: yuzu.plugin.v1.ExecuteRequest.parameters:type_name -> yuzu.plugin.v1.ExecuteRequest.ParametersEntry
-	17, // 7: yuzu.plugin.v1.ExecuteRequest.deadline:type_name -> google.protobuf.Timestamp
-	14, // 8: yuzu.plugin.v1.ExecuteResponse.rows:type_name -> yuzu.plugin.v1.RowBatch
-	15, // 9: yuzu.plugin.v1.ExecuteResponse.result:type_name -> yuzu.plugin.v1.Result
-	1,  // 10: yuzu.plugin.v1.Result.status:type_name -> yuzu.plugin.v1.ResultStatus
-	2,  // 11: yuzu.plugin.v1.Result.completeness:type_name -> yuzu.plugin.v1.Completeness
-	5,  // 12: yuzu.plugin.v1.PluginService.Describe:input_type -> yuzu.plugin.v1.DescribeRequest
-	10, // 13: yuzu.plugin.v1.PluginService.Configure:input_type -> yuzu.plugin.v1.ConfigureRequest
-	12, // 14: yuzu.plugin.v1.PluginService.Execute:input_type -> yuzu.plugin.v1.ExecuteRequest
-	3,  // 15: yuzu.plugin.v1.PluginService.Cancel:input_type -> yuzu.plugin.v1.CancelRequest
-	6,  // 16: yuzu.plugin.v1.PluginService.Describe:output_type -> yuzu.plugin.v1.DescribeResponse
-	11, // 17: yuzu.plugin.v1.PluginService.Configure:output_type -> yuzu.plugin.v1.ConfigureResponse
-	13, // 18: yuzu.plugin.v1.PluginService.Execute:output_type -> yuzu.plugin.v1.ExecuteResponse
-	4,  // 19: yuzu.plugin.v1.PluginService.Cancel:output_type -> yuzu.plugin.v1.CancelResponse
-	16, // [16:20] is the sub-list for method output_type
-	12, // [12:16] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	8,  // 0: yuzu.plugin.v1.DescribeResponse.manifest:type_name -> yuzu.plugin.v1.Manifest
+	10, // 1: yuzu.plugin.v1.Manifest.actions:type_name -> yuzu.plugin.v1.Action
+	9,  // 2: yuzu.plugin.v1.Manifest.definitions:type_name -> yuzu.plugin.v1.DefinitionFile
+	14, // 3: yuzu.plugin.v1.Action.linux:type_name -> yuzu.plugin.v1.OsLeg
+	14, // 4: yuzu.plugin.v1.Action.darwin:type_name -> yuzu.plugin.v1.OsLeg
+	14, // 5: yuzu.plugin.v1.Action.windows:type_name -> yuzu.plugin.v1.OsLeg
+	11, // 6: yuzu.plugin.v1.Action.parameters:type_name -> yuzu.plugin.v1.Parameter
+	12, // 7: yuzu.plugin.v1.Action.rows:type_name -> yuzu.plugin.v1.RowKind
+	13, // 8: yuzu.plugin.v1.Action.columns:type_name -> yuzu.plugin.v1.Column
+	0,  // 9: yuzu.plugin.v1.Parameter.type:type_name -> yuzu.plugin.v1.ValueType
+	13, // 10: yuzu.plugin.v1.RowKind.columns:type_name -> yuzu.plugin.v1.Column
+	0,  // 11: yuzu.plugin.v1.Column.type:type_name -> yuzu.plugin.v1.ValueType
+	1,  // 12: yuzu.plugin.v1.OsLeg.support:type_name -> yuzu.plugin.v1.SupportLevel
+	21, // 13: yuzu.plugin.v1.ExecuteRequest.parameters:type_name -> yuzu.plugin.v1.ExecuteRequest.ParametersEntry
+	22, // 14: yuzu.plugin.v1.ExecuteRequest.deadline:type_name -> google.protobuf.Timestamp
+	19, // 15: yuzu.plugin.v1.ExecuteResponse.rows:type_name -> yuzu.plugin.v1.RowBatch
+	20, // 16: yuzu.plugin.v1.ExecuteResponse.result:type_name -> yuzu.plugin.v1.Result
+	2,  // 17: yuzu.plugin.v1.Result.status:type_name -> yuzu.plugin.v1.ResultStatus
+	3,  // 18: yuzu.plugin.v1.Result.completeness:type_name -> yuzu.plugin.v1.Completeness
+	6,  // 19: yuzu.plugin.v1.PluginService.Describe:input_type -> yuzu.plugin.v1.DescribeRequest
+	15, // 20: yuzu.plugin.v1.PluginService.Configure:input_type -> yuzu.plugin.v1.ConfigureRequest
+	17, // 21: yuzu.plugin.v1.PluginService.Execute:input_type -> yuzu.plugin.v1.ExecuteRequest
+	4,  // 22: yuzu.plugin.v1.PluginService.Cancel:input_type -> yuzu.plugin.v1.CancelRequest
+	7,  // 23: yuzu.plugin.v1.PluginService.Describe:output_type -> yuzu.plugin.v1.DescribeResponse
+	16, // 24: yuzu.plugin.v1.PluginService.Configure:output_type -> yuzu.plugin.v1.ConfigureResponse
+	18, // 25: yuzu.plugin.v1.PluginService.Execute:output_type -> yuzu.plugin.v1.ExecuteResponse
+	5,  // 26: yuzu.plugin.v1.PluginService.Cancel:output_type -> yuzu.plugin.v1.CancelResponse
+	23, // [23:27] is the sub-list for method output_type
+	19, // [19:23] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_yuzu_plugin_v1_plugin_proto_init() }
@@ -1138,7 +1604,8 @@ func file_yuzu_plugin_v1_plugin_proto_init() {
 	if File_yuzu_plugin_v1_plugin_proto != nil {
 		return
 	}
-	file_yuzu_plugin_v1_plugin_proto_msgTypes[10].OneofWrappers = []any{
+	file_yuzu_plugin_v1_plugin_proto_msgTypes[7].OneofWrappers = []any{}
+	file_yuzu_plugin_v1_plugin_proto_msgTypes[14].OneofWrappers = []any{
 		(*ExecuteResponse_Rows)(nil),
 		(*ExecuteResponse_Result)(nil),
 	}
@@ -1147,8 +1614,8 @@ func file_yuzu_plugin_v1_plugin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_yuzu_plugin_v1_plugin_proto_rawDesc), len(file_yuzu_plugin_v1_plugin_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   14,
+			NumEnums:      4,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
