@@ -16,11 +16,11 @@ import (
 // host sees the rows the handler wrote while stopping and knows that it stopped.
 func TestCancelKeepsStreamUntilHandlerStops(t *testing.T) {
 	p := sdk.New("canceller", "1.0.0", "test")
-	p.Handle("wait", func(ctx context.Context, _ *sdk.Request, out *sdk.Output) sdk.Result {
+	p.Handle("wait", func(ctx context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 		out.Row("waiting", "yes")
 		<-ctx.Done()
 		out.Row("stopped", ctx.Err().Error())
-		return sdk.Result{Code: 1}
+		return sdk.Result{Code: 1}, nil
 	})
 	h := sdktest.New(t, p, sdk.Config{})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -3,38 +3,49 @@ package sdk
 import (
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 // Limits on what one command streams back. Rows go out in batches so a 100,000-row
-// answer never becomes one giant message; a batch is sent when it holds MaxBatchRows
-// rows or MaxBatchBytes bytes, or FlushInterval after its first row, so a slow
-// handler's rows still reach the agent while it works.
+// answer never becomes one giant message: at most MaxBatchRows rows or MaxBatchBytes
+// bytes per message.
+//
+// The flush rule: a row is sent at once when nothing else is being sent, and rows
+// written while a send is in flight wait for it and go out together right after. A
+// slow handler's rows therefore reach the agent immediately (even if the plugin dies a
+// moment later), and a fast handler's rows batch themselves, up to the limits, without
+// any timer.
 const (
 	MaxBatchRows  = 4096
 	MaxBatchBytes = 1 << 20
-	FlushInterval = 200 * time.Millisecond
 	// MaxRowBytes bounds one row. A larger row is refused, never cut: the command
 	// then ends with an error row and rc 1 so the answer does not look complete.
 	MaxRowBytes = 4 << 20
 )
 
-// Output is where a handler writes its rows. It is safe for concurrent use.
+// Output is where a handler writes its rows. It is safe for concurrent use. A writer
+// waits while a full batch is still unsent, so a handler can never outrun the agent by
+// more than one batch.
 type Output struct {
+	send func(batch []string) error
+
 	mu       sync.Mutex
-	send     func(batch []string) error
+	cond     sync.Cond // the batch changed, a send ended, or the sender stopped
 	batch    []string
+	spare    []string // the last sent batch, reused once its send returned
 	bytes    int
-	timer    *time.Timer // armed while a partial batch waits
-	err      error       // first send failure; later writes are dropped
-	oversize int         // size of the first refused row
+	sending  bool  // the sender goroutine is running
+	stopping bool  // finish has begun: no new sender, finish sends what is left
+	err      error // first send failure; later writes are dropped
+	oversize int   // size of the first refused row
 	closed   bool
 }
 
 func newOutput(send func([]string) error) *Output {
-	return &Output{send: send}
+	o := &Output{send: send}
+	o.cond.L = &o.mu
+	return o
 }
 
 // Row writes one row: kind, then fields, escaped by the SDK's rules (package rows).
@@ -73,65 +84,85 @@ func (o *Output) Err() error {
 }
 
 func (o *Output) write(row string) {
+	row = rows.ValidUTF8(row)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.closed || o.err != nil {
-		return
-	}
 	if len(row) > MaxRowBytes {
-		if o.oversize == 0 {
+		if o.oversize == 0 && !o.closed {
 			o.oversize = len(row)
 		}
 		return
 	}
+	for !o.closed && o.err == nil && !o.stopping && (len(o.batch) >= MaxBatchRows || o.bytes >= MaxBatchBytes) {
+		o.cond.Wait()
+	}
+	if o.closed || o.err != nil {
+		return
+	}
 	o.batch = append(o.batch, row)
 	o.bytes += len(row)
-	if len(o.batch) >= MaxBatchRows || o.bytes >= MaxBatchBytes {
-		o.flushLocked()
-		return
-	}
-	if len(o.batch) == 1 {
-		if o.timer == nil {
-			o.timer = time.AfterFunc(FlushInterval, o.flushLater)
-		} else {
-			o.timer.Reset(FlushInterval)
-		}
+	switch {
+	case o.stopping:
+		// finish sends it with whatever else is left.
+	case !o.sending:
+		o.sending = true
+		go o.sendLoop()
+	default:
+		o.cond.Broadcast()
 	}
 }
 
-// flushLater sends a partial batch that has waited FlushInterval.
-func (o *Output) flushLater() {
+// sendLoop sends batches until finish stops it or a send fails. It runs while a command
+// writes rows; at most one runs per Output.
+func (o *Output) sendLoop() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.closed {
-		o.flushLocked()
+	for {
+		for len(o.batch) == 0 && !o.stopping && o.err == nil {
+			o.cond.Wait()
+		}
+		if len(o.batch) == 0 || o.err != nil || o.stopping {
+			o.sending = false
+			o.cond.Broadcast()
+			return
+		}
+		b := o.batch
+		o.batch, o.bytes = o.spare[:0], 0
+		o.cond.Broadcast() // writers held by a full batch may go on
+		o.mu.Unlock()
+		err := o.send(b)
+		o.mu.Lock()
+		if err != nil && o.err == nil {
+			o.err = err
+		}
+		// gRPC has marshalled the batch when Send returns, so its slice can be reused;
+		// clearing it lets the row strings go.
+		clear(b)
+		o.spare = b[:0]
 	}
 }
 
-func (o *Output) flushLocked() {
-	if len(o.batch) == 0 || o.err != nil {
-		return
-	}
-	if o.timer != nil {
-		o.timer.Stop()
-	}
-	o.err = o.send(o.batch)
-	o.batch = make([]string, 0, len(o.batch))
-	o.bytes = 0
-}
-
-// finish sends what is buffered and stops further writes. It adjusts res when a row
-// was refused for its size.
+// finish sends what is buffered, in order, and stops further writes. It adjusts res
+// when a row was refused for its size.
 func (o *Output) finish(res Result) (Result, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.stopping = true
+	o.cond.Broadcast()
+	for o.sending {
+		o.cond.Wait()
+	}
 	if o.oversize > 0 {
 		o.batch = append(o.batch, fmt.Sprintf("error|row of %d bytes exceeds the %d-byte row limit and was not sent", o.oversize, MaxRowBytes))
 		if res.Code == 0 {
 			res.Code = 1
 		}
 	}
-	o.flushLocked()
+	if len(o.batch) > 0 && o.err == nil {
+		o.err = o.send(o.batch)
+	}
+	o.batch = nil
 	o.closed = true
+	o.cond.Broadcast()
 	return res, o.err
 }

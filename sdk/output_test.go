@@ -78,7 +78,7 @@ func TestOutputBatchesBoundedAndOrdered(t *testing.T) {
 				want = append(want, row)
 				o.Line(row)
 			}
-			res, err := o.finish(OK())
+			res, err := o.finish(Undeclared())
 			if err != nil || res.Code != 0 {
 				t.Fatalf("finish: %+v, %v", res, err)
 			}
@@ -121,7 +121,7 @@ func TestOutputOversizeRowRefused(t *testing.T) {
 		in       Result
 		wantCode int
 	}{
-		{"success becomes failure", OK(), 1},
+		{"success becomes failure", Undeclared(), 1},
 		{"failure code kept", Result{Code: 3}, 3},
 	}
 	for _, c := range cases {
@@ -151,7 +151,7 @@ func TestOutputOversizeRowRefused(t *testing.T) {
 	var r recorder
 	o := newOutput(r.send)
 	o.Line(strings.Repeat("z", MaxRowBytes))
-	if res, err := o.finish(OK()); err != nil || res.Code != 0 || len(r.rows()) != 1 {
+	if res, err := o.finish(Undeclared()); err != nil || res.Code != 0 || len(r.rows()) != 1 {
 		t.Errorf("row at the limit: %+v, %v, %d rows", res, err, len(r.rows()))
 	}
 }
@@ -162,14 +162,20 @@ func TestOutputSendFailureStopsWrites(t *testing.T) {
 	for i := range 3 * MaxBatchRows {
 		o.Row("n", strconv.Itoa(i))
 	}
-	if o.Err() == nil {
-		t.Fatal("Err() is nil after a failed send")
-	}
-	if _, err := o.finish(OK()); err == nil {
+	if _, err := o.finish(Undeclared()); err == nil {
 		t.Error("finish returned no error after a failed send")
 	}
-	if len(r.batches) != 1 || len(r.batches[0]) != MaxBatchRows {
-		t.Errorf("sent %d batches; want only the first full one", len(r.batches))
+	if o.Err() == nil {
+		t.Error("Err() is nil after a failed send")
+	}
+	// Only the first batch arrived; nothing was sent after the failure.
+	if len(r.batches) != 1 {
+		t.Fatalf("sent %d batches; want only the first", len(r.batches))
+	}
+	for i, row := range r.batches[0] {
+		if row != "n|"+strconv.Itoa(i) {
+			t.Fatalf("row %d is %q", i, row)
+		}
 	}
 }
 
@@ -177,7 +183,7 @@ func TestOutputWritesAfterFinishDropped(t *testing.T) {
 	var r recorder
 	o := newOutput(r.send)
 	o.Row("one")
-	if _, err := o.finish(OK()); err != nil {
+	if _, err := o.finish(Undeclared()); err != nil {
 		t.Fatal(err)
 	}
 	o.Row("late")
@@ -201,7 +207,7 @@ func TestOutputConcurrentWriters(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if _, err := o.finish(OK()); err != nil {
+	if _, err := o.finish(Undeclared()); err != nil {
 		t.Fatal(err)
 	}
 	checkBatchBounds(t, r.batches)

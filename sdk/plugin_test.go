@@ -10,10 +10,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	pluginv1 "github.com/yuzugo/yuzu/proto/yuzu/plugin/v1"
+	"github.com/yuzugo/yuzu/sdk/internal/pluginv1"
 )
 
-func nop(context.Context, *Request, *Output) Result { return OK() }
+func nop(context.Context, *Request, *Output) (Result, error) { return Undeclared(), nil }
 
 func TestValidate(t *testing.T) {
 	cases := []struct {
@@ -67,9 +67,9 @@ func TestHandleRejectsProgrammingErrors(t *testing.T) {
 
 func TestActionsReturnsCopies(t *testing.T) {
 	p := New("p", "1", "")
-	p.Handle("a", nop, Describe("d"), Supported(OSLeg{Support: SupportSupported, Rung: 2}))
+	p.Handle("a", nop, Describe("d"), Supported(OSSupport{Level: SupportSupported, Rung: 2}))
 	acts := p.Actions()
-	if len(acts) != 1 || acts[0].Description != "d" || acts[0].Darwin.Rung != 2 || acts[0].Windows.Support != SupportSupported {
+	if len(acts) != 1 || acts[0].Description != "d" || acts[0].Darwin.Rung != 2 || acts[0].Windows.Level != SupportSupported {
 		t.Fatalf("Actions() = %+v", acts)
 	}
 	acts[0].Description = "changed"
@@ -96,7 +96,7 @@ func TestEnumStrings(t *testing.T) {
 		{SupportPlanned.String(), "planned"},
 		{SupportConstrained.String(), "constrained"},
 		{SupportSupported.String(), "supported"},
-		{Support(9).String(), "undeclared"},
+		{SupportLevel(9).String(), "undeclared"},
 	}
 	for _, c := range cases {
 		if c.got != c.want {
@@ -109,7 +109,8 @@ func TestResultConstructors(t *testing.T) {
 	cases := []struct {
 		got, want Result
 	}{
-		{OK(), Result{}},
+		{Undeclared(), Result{}},
+		{OKFull(), Result{Status: StatusOK, Completeness: CompletenessFull}},
 		{Failed(), Result{Code: 1}},
 		{Constrained("x:y"), Result{Status: StatusConstrained, Completeness: CompletenessPartial, Provenance: "x:y"}},
 	}
@@ -135,11 +136,11 @@ func TestServerShutdownCancelsInFlight(t *testing.T) {
 	p := New("p", "1", "")
 	started := make(chan struct{})
 	seen := make(chan error, 1)
-	p.Handle("wait", func(ctx context.Context, _ *Request, _ *Output) Result {
+	p.Handle("wait", func(ctx context.Context, _ *Request, _ *Output) (Result, error) {
 		close(started)
 		<-ctx.Done()
 		seen <- ctx.Err()
-		return Failed()
+		return Failed(), nil
 	})
 	s := newServer(p, hclog.NewNullLogger())
 	stream := &fakeStream{ctx: context.Background()}

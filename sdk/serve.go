@@ -12,11 +12,15 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/yuzugo/yuzu/sdk/internal/wire"
+	"github.com/yuzugo/yuzu/sdk/proctree"
 )
 
 // stopGrace is how long in-flight commands get to notice cancellation when the plugin
 // is told to stop, before the process exits anyway.
 const stopGrace = 2 * time.Second
+
+// closedByAgent is the reason logged when the agent ends the plugin normally.
+const closedByAgent = "agent closed the connection"
 
 // parentPoll is how often the plugin checks that the agent that started it is alive.
 const parentPoll = 500 * time.Millisecond
@@ -60,8 +64,17 @@ func Serve(p *Plugin) {
 	srv := newServer(p, log)
 
 	exit := func(code int, why string) {
-		log.Info("plugin stopping", "reason", why)
+		// The agent closing the connection is the normal end of every child; only
+		// the other reasons are news.
+		level := hclog.Info
+		if code == 0 && why == closedByAgent {
+			level = hclog.Debug
+		}
+		log.Log(level, "plugin stopping", "reason", why)
 		srv.shutdown(stopGrace)
+		// Nothing the plugin started may outlive it: its tools (their own process
+		// groups) and anything they started, then the rest of its own group.
+		proctree.KillDescendants(os.Getpid())
 		os.Exit(code)
 	}
 	watchParent(parentPoll, func() { exit(1, "agent is gone") })
@@ -83,5 +96,5 @@ func Serve(p *Plugin) {
 		Logger: log,
 	})
 	// plugin.Serve returns when the agent closes the connection.
-	exit(0, "agent closed the connection")
+	exit(0, closedByAgent)
 }

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	pluginv1 "github.com/yuzugo/yuzu/proto/yuzu/plugin/v1"
+	"github.com/yuzugo/yuzu/sdk/internal/pluginv1"
 	"github.com/yuzugo/yuzu/sdk/internal/wire"
 	"github.com/yuzugo/yuzu/sdk/params"
 )
@@ -56,32 +56,7 @@ func (s *server) shutdown(grace time.Duration) {
 }
 
 func (s *server) Describe(context.Context, *pluginv1.DescribeRequest) (*pluginv1.DescribeResponse, error) {
-	m := &pluginv1.Manifest{
-		Name:         s.p.Name,
-		Version:      s.p.Version,
-		Description:  s.p.Description,
-		SdkVersion:   Version,
-		Capabilities: append([]string(nil), s.p.Capabilities...),
-	}
-	for _, a := range s.p.actions {
-		m.Actions = append(m.Actions, &pluginv1.Action{
-			Name:        a.Name,
-			Description: a.Description,
-			Linux:       legToProto(a.Linux),
-			Darwin:      legToProto(a.Darwin),
-			Windows:     legToProto(a.Windows),
-		})
-	}
-	return &pluginv1.DescribeResponse{Manifest: m}, nil
-}
-
-func legToProto(l OSLeg) *pluginv1.OsLeg {
-	return &pluginv1.OsLeg{
-		Support:   pluginv1.SupportLevel(l.Support),
-		Rung:      int32(l.Rung),
-		Mechanism: l.Mechanism,
-		Fallback:  l.Fallback,
-	}
+	return &pluginv1.DescribeResponse{Manifest: manifestToProto(s.p)}, nil
 }
 
 func (s *server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) (*pluginv1.ConfigureResponse, error) {
@@ -143,17 +118,25 @@ func (s *server) Execute(req *pluginv1.ExecuteRequest, stream pluginv1.PluginSer
 	s.mu.RLock()
 	cfg := s.cfg
 	s.mu.RUnlock()
+	log := s.log.With("action", req.GetAction())
+	if id := req.GetCommandId(); id != "" {
+		log = log.With("command_id", id)
+	}
 	r := &Request{
 		CommandID: req.GetCommandId(),
 		Action:    req.GetAction(),
 		Params:    params.New(req.GetParameters()),
 		Deadline:  deadline,
 		Config:    cfg,
-		Log:       s.log.With("command_id", req.GetCommandId(), "action", req.GetAction()),
+		Log:       log,
 	}
 	var res Result
 	if a, ok := s.p.byName[r.Action]; ok {
-		res = s.call(ctx, a, r, out)
+		if msg := checkParams(a.Params, req.GetParameters()); msg != "" {
+			res = out.Fail(msg)
+		} else {
+			res = s.call(ctx, a, r, out)
+		}
 	} else {
 		// The upstream contract: this one row carries no error| prefix.
 		out.Line("unknown action: " + r.Action)
@@ -189,8 +172,8 @@ func (s *server) Cancel(_ context.Context, req *pluginv1.CancelRequest) (*plugin
 	return &pluginv1.CancelResponse{Found: ok}, nil
 }
 
-// call runs a handler, turning a panic into an error row so one bad command never
-// takes the plugin down.
+// call runs a handler, turning a returned error into an error row and a panic into an
+// error row too, so one bad command never takes the plugin down.
 func (s *server) call(ctx context.Context, a *Action, r *Request, out *Output) (res Result) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -198,5 +181,9 @@ func (s *server) call(ctx context.Context, a *Action, r *Request, out *Output) (
 			res = out.Failf("plugin panicked in %s: %v", a.Name, v)
 		}
 	}()
-	return a.handler(ctx, r, out)
+	res, err := a.handler(ctx, r, out)
+	if err != nil {
+		return out.Fail(err.Error())
+	}
+	return res
 }

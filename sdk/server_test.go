@@ -2,9 +2,12 @@ package sdk_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,60 +20,128 @@ import (
 func testPlugin(t *testing.T) (*sdk.Plugin, chan error) {
 	cancelled := make(chan error, 1)
 	p := sdk.New("servertest", "1.2.3", "server tests")
-	p.Capabilities = []string{"cap_a"}
-	p.Handle("ok", func(_ context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
+	p.Handle("ok", func(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 		out.Row("agent", req.Config.AgentID, req.Config.DataDir)
 		out.Row("command", req.CommandID, req.Action)
 		if req.Log == nil {
-			return out.Fail("no logger")
+			return out.Fail("no logger"), nil
 		}
-		return sdk.OK()
-	}, sdk.Describe("answers"), sdk.OnLinux(sdk.OSLeg{Support: sdk.SupportSupported, Rung: 1, Mechanism: "m"}),
-		sdk.OnWindows(sdk.OSLeg{Support: sdk.SupportPlanned, Fallback: "later"}))
-	p.Handle("params", func(_ context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
+		return sdk.Undeclared(), nil
+	}, sdk.Describe("answers"), sdk.OnLinux(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "m"}),
+		sdk.OnWindows(sdk.OSSupport{Level: sdk.SupportPlanned, Fallback: "later"}))
+	p.Handle("params", func(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 		for _, k := range []string{"empty", "absent", "set"} {
 			v, ok := req.Params.Lookup(k)
 			out.Row("param", k, strconv.FormatBool(ok), v)
 		}
-		return sdk.OK()
+		return sdk.Undeclared(), nil
 	})
-	p.Handle("explode", func(_ context.Context, _ *sdk.Request, out *sdk.Output) sdk.Result {
+	p.Handle("explode", func(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 		out.Row("before", "panic")
 		panic("boom")
 	})
-	p.Handle("explode_error", func(context.Context, *sdk.Request, *sdk.Output) sdk.Result {
+	p.Handle("explode_error", func(context.Context, *sdk.Request, *sdk.Output) (sdk.Result, error) {
 		panic(errors.New("typed failure"))
 	})
-	p.Handle("status", func(_ context.Context, req *sdk.Request, _ *sdk.Output) sdk.Result {
+	p.Handle("status", func(_ context.Context, req *sdk.Request, _ *sdk.Output) (sdk.Result, error) {
 		s, _ := req.Params.Int("status", 0)
 		c, _ := req.Params.Int("completeness", 0)
 		code, _ := req.Params.Int("code", 0)
-		return sdk.Result{Code: code, Status: sdk.Status(s), Completeness: sdk.Completeness(c), Provenance: req.Params.Get("prov", "")}
+		return sdk.Result{Code: code, Status: sdk.Status(s), Completeness: sdk.Completeness(c), Provenance: req.Params.Get("prov", "")}, nil
 	})
-	p.Handle("constrained", func(context.Context, *sdk.Request, *sdk.Output) sdk.Result {
-		return sdk.Constrained("servertest:limited")
+	p.Handle("constrained", func(context.Context, *sdk.Request, *sdk.Output) (sdk.Result, error) {
+		return sdk.Constrained("servertest:limited"), nil
 	})
-	p.Handle("deadline", func(ctx context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
+	p.Handle("deadline", func(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 		d, ok := ctx.Deadline()
 		out.Row("ctx", strconv.FormatBool(ok), d.UTC().Format(time.RFC3339Nano))
 		out.Row("req", req.Deadline.UTC().Format(time.RFC3339Nano))
 		<-ctx.Done()
 		out.Row("done", ctx.Err().Error())
-		return sdk.OK()
+		return sdk.Undeclared(), nil
 	})
-	p.Handle("wait", func(ctx context.Context, _ *sdk.Request, _ *sdk.Output) sdk.Result {
+	p.Handle("wait", func(ctx context.Context, _ *sdk.Request, _ *sdk.Output) (sdk.Result, error) {
 		<-ctx.Done()
 		cancelled <- ctx.Err()
-		return sdk.Failed()
+		return sdk.Failed(), nil
 	})
-	p.Handle("many", func(_ context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
+	p.Handle("many", func(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 		n, _ := req.Params.Int("n", 0)
 		for i := range n {
 			out.Row("n", strconv.Itoa(i))
 		}
-		return sdk.OK()
+		return sdk.Undeclared(), nil
+	})
+	// declared: parameters checked by the SDK; the handler counts its runs so a test
+	// can prove a refused command never reached it.
+	p.Handle("declared", func(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
+		declaredRuns.Add(1)
+		out.Row("limit", req.Params.Get("limit", "10"))
+		return sdk.OKFull(), nil
+	},
+		sdk.Param("path", sdk.TypeString, "a path", sdk.Required(), sdk.MaxLength(8),
+			sdk.Message(sdk.RuleRequired, "missing required parameters: path, mode")),
+		sdk.Param("mode", sdk.TypeString, "a mode", sdk.Required(), sdk.Enum("fast", "slow"),
+			sdk.Message(sdk.RuleRequired, "missing required parameters: path, mode"),
+			sdk.Message(sdk.RuleEnum, "unsupported mode: {value}")),
+		sdk.Param("limit", sdk.TypeInt32, "a limit", sdk.Default("10"), sdk.Minimum(1), sdk.Maximum(100), sdk.Clamped()),
+		sdk.Param("depth", sdk.TypeInt64, "a depth", sdk.Minimum(0), sdk.Maximum(5)),
+		sdk.Param("key", sdk.TypeString, "a key", sdk.Pattern(`[a-z]+`)),
+		sdk.Row("limit", "value:int32"),
+		sdk.Row("total", "count:int64"),
+	)
+	p.Handle("fails", func(context.Context, *sdk.Request, *sdk.Output) (sdk.Result, error) {
+		return sdk.OKFull(), errors.New("went wrong\nbadly")
 	})
 	return p, cancelled
+}
+
+var declaredRuns atomic.Int64
+
+func TestServerChecksDeclaredParameters(t *testing.T) {
+	p, _ := testPlugin(t)
+	h := sdktest.New(t, p, sdk.Config{})
+	ok := "limit|%s\n[result_status] OK / FULL\n"
+	fail := "error|%s\n[result_status] UNDECLARED / UNKNOWN\n[rc] 1\n"
+	cases := []struct {
+		params map[string]string
+		want   string
+	}{
+		{map[string]string{"path": "/a", "mode": "fast"}, fmt.Sprintf(ok, "10")},
+		{map[string]string{"path": "/a", "mode": "slow", "limit": "500"}, fmt.Sprintf(ok, "500")}, // clamped: the action's job
+		{map[string]string{"path": "/a", "mode": "slow", "limit": "-3"}, fmt.Sprintf(ok, "-3")},
+		{map[string]string{"path": "/a", "mode": "fast", "undeclared": "x"}, fmt.Sprintf(ok, "10")},
+		{map[string]string{"mode": "fast"}, fmt.Sprintf(fail, "missing required parameters: path, mode")},
+		{map[string]string{"path": "", "mode": "fast"}, fmt.Sprintf(fail, "missing required parameters: path, mode")},
+		{map[string]string{"path": "/a"}, fmt.Sprintf(fail, "missing required parameters: path, mode")},
+		{map[string]string{"path": "/123456789", "mode": "fast"}, fmt.Sprintf(fail, "parameter path: exceeds maxLength 8 (10 bytes)")},
+		{map[string]string{"path": "/a", "mode": "FAST"}, fmt.Sprintf(fail, "unsupported mode: FAST")},
+		{map[string]string{"path": "/a", "mode": "fast", "limit": "12abc"}, fmt.Sprintf(fail, `parameter limit: not a valid int32: "12abc"`)},
+		{map[string]string{"path": "/a", "mode": "fast", "limit": ""}, fmt.Sprintf(fail, `parameter limit: not a valid int32: ""`)},
+		{map[string]string{"path": "/a", "mode": "fast", "limit": "99999999999"}, fmt.Sprintf(fail, `parameter limit: "99999999999" is out of range for int32`)},
+		{map[string]string{"path": "/a", "mode": "fast", "depth": "6"}, fmt.Sprintf(fail, "parameter depth: 6 is above maximum 5")},
+		{map[string]string{"path": "/a", "mode": "fast", "depth": "-1"}, fmt.Sprintf(fail, "parameter depth: -1 is below minimum 0")},
+		{map[string]string{"path": "/a", "mode": "fast", "key": "abc1"}, fmt.Sprintf(fail, "parameter key: does not match pattern [a-z]+")},
+	}
+	for _, c := range cases {
+		before := declaredRuns.Load()
+		got := h.Run("declared", c.params).String()
+		if got != c.want {
+			t.Errorf("declared %v:\n got %q\nwant %q", c.params, got, c.want)
+		}
+		ran := declaredRuns.Load() != before
+		if refused := strings.HasPrefix(c.want, "error|"); ran == refused {
+			t.Errorf("declared %v: handler ran = %v, want %v", c.params, ran, !refused)
+		}
+	}
+}
+
+func TestHandlerErrorBecomesErrorRow(t *testing.T) {
+	p, _ := testPlugin(t)
+	got := sdktest.New(t, p, sdk.Config{}).Run("fails", nil).String()
+	if want := "error|went wrong badly\n[result_status] UNDECLARED / UNKNOWN\n[rc] 1\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
 }
 
 const undeclared = "[result_status] UNDECLARED / UNKNOWN\n"
@@ -163,7 +234,7 @@ func TestServerStreamsManyRowsInOrder(t *testing.T) {
 	h := sdktest.New(t, p, sdk.Config{})
 	const n = 100_000
 	o := h.Run("many", map[string]string{"n": strconv.Itoa(n)})
-	if o.Result != sdk.OK() {
+	if o.Result != sdk.Undeclared() {
 		t.Errorf("result %+v", o.Result)
 	}
 	if len(o.Rows) != n {
@@ -182,24 +253,40 @@ func TestServerManifest(t *testing.T) {
 	if m.Name != "servertest" || m.Version != "1.2.3" || m.Description != "server tests" || m.SDKVersion != sdk.Version {
 		t.Errorf("identity %+v", m)
 	}
-	if len(m.Capabilities) != 1 || m.Capabilities[0] != "cap_a" {
-		t.Errorf("capabilities %q", m.Capabilities)
-	}
 	var names []string
 	for _, a := range m.Actions {
 		names = append(names, a.Name)
 	}
-	if got := strings.Join(names, ","); got != "ok,params,explode,explode_error,status,constrained,deadline,wait,many" {
+	if got := strings.Join(names, ","); got != "ok,params,explode,explode_error,status,constrained,deadline,wait,many,declared,fails" {
 		t.Errorf("actions in order: %s", got)
 	}
 	a, ok := m.Action("ok")
 	if !ok || a.Description != "answers" {
 		t.Fatalf("action ok: %+v", a)
 	}
-	if a.Linux != (sdk.OSLeg{Support: sdk.SupportSupported, Rung: 1, Mechanism: "m"}) ||
-		a.Windows != (sdk.OSLeg{Support: sdk.SupportPlanned, Fallback: "later"}) ||
-		a.Darwin != (sdk.OSLeg{}) {
+	if a.Linux != (sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "m"}) ||
+		a.Windows != (sdk.OSSupport{Level: sdk.SupportPlanned, Fallback: "later"}) ||
+		a.Darwin != (sdk.OSSupport{}) {
 		t.Errorf("legs %+v", a)
+	}
+	// Declarations travel over the wire unchanged: what the agent learns from
+	// Describe is what the plugin declared.
+	// (Messages stay in the plugin: they word its own error rows.)
+	local := host.ManifestOf(p)
+	for _, a := range local.Actions {
+		for i := range a.Params {
+			a.Params[i].Messages = nil
+		}
+	}
+	wire, _ := json.Marshal(m.Actions)
+	declared, _ := json.Marshal(local.Actions)
+	if string(wire) != string(declared) {
+		t.Errorf("actions after Describe:\n%s\ndeclared:\n%s", wire, declared)
+	}
+	d, _ := m.Action("declared")
+	if len(d.Params) != 5 || d.Params[2].Name != "limit" || !d.Params[2].Clamped || *d.Params[2].Maximum != 100 ||
+		len(d.Columns) != 2 || d.Columns[1] != (sdk.Column{Name: "count", Type: sdk.TypeInt64}) {
+		t.Errorf("declared action after Describe: %+v", d)
 	}
 }
 

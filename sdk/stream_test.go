@@ -7,7 +7,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	pluginv1 "github.com/yuzugo/yuzu/proto/yuzu/plugin/v1"
+	"github.com/yuzugo/yuzu/sdk/internal/pluginv1"
 )
 
 const stopGraceForTest = 5 * time.Second

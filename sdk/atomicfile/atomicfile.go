@@ -3,12 +3,20 @@
 // half-written file under the target name.
 //
 // The steps: create the parent directories if missing; create a sibling temp file
-// `<name>.tmp.<16 hex>` with O_CREAT|O_EXCL|O_NOFOLLOW (an existing file at that path
-// fails the write: it is never followed or overwritten); write; fsync; close; rename
-// over the target; fsync the directory. An existing regular target keeps its
-// permission bits; a new file gets 0666 minus the umask. The rename gives the target a
-// new inode, so a symlink or hard link at the target is replaced by a regular file.
-// The temp file is removed on any failure after it was created.
+// `<name>.tmp.<16 lowercase hex>` with O_CREAT|O_EXCL|O_NOFOLLOW (an existing file at
+// that path fails the write: it is never followed or overwritten); write; set the
+// mode; fsync; close; rename over the target; fsync the directory. The rename gives
+// the target a new inode, so a symlink or hard link at the target is replaced by a
+// regular file. The temp file is removed on any failure after it was created.
+//
+// Modes: Write keeps the permission bits of an existing regular target and gives a new
+// file 0666 minus the umask; WriteMode gives the file exactly the mode asked for. In
+// both cases the temp file is created with the final mode (or a narrower one, when the
+// umask takes bits away until the explicit chmod), so its content is never readable
+// by more users than the finished file's.
+//
+// A crash between the temp file's creation and the rename leaves the temp file behind;
+// RemoveStale deletes such leftovers.
 package atomicfile
 
 import (
@@ -19,36 +27,66 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
+
+// tempInfix separates the target's name from the random suffix of its temp files.
+const tempInfix = ".tmp."
+
+// tempHexLen is the length of the random suffix: 8 random bytes in lowercase hex.
+const tempHexLen = 16
 
 // tempName returns the sibling temp path for target.
 func tempName(target string) (string, error) {
-	var b [8]byte
+	var b [tempHexLen / 2]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
 	}
-	return target + ".tmp." + hex.EncodeToString(b[:]), nil
+	return target + tempInfix + hex.EncodeToString(b[:]), nil
 }
 
-// Write atomically replaces the content of path with data.
+// testHookCreated, when set by a test, is called with the temp file's path right after
+// its creation, before any byte is written.
+var testHookCreated func(tmp string)
+
+// Write atomically replaces the content of path with data. An existing regular file
+// keeps its permission bits; a new file, or one replacing a symlink or other
+// non-regular file, gets 0666 minus the umask. Missing parent directories are created
+// with 0777 minus the umask.
 func Write(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o777); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
 		return fmt.Errorf("atomic write %s: %w", path, err)
 	}
-	// An existing regular file keeps its permission bits; anything else (missing,
-	// symlink, device) gets the default mode.
 	// Mode 0 is a real mode (nobody may read), so whether to keep is a separate flag.
-	var keep fs.FileMode
-	keepMode := false
 	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
-		keep, keepMode = fi.Mode().Perm(), true
+		return write(path, data, fi.Mode().Perm(), true)
 	}
+	return write(path, data, 0o666, false)
+}
+
+// WriteMode atomically replaces the content of path with data and gives the file
+// exactly the permission bits of perm, whatever the umask and whatever mode an
+// existing file had. Missing parent directories are created with perm plus the
+// search (x) bit wherever perm has the read bit (0600 gives 0700, 0644 gives 0755),
+// also whatever the umask. On Windows only the owner-write bit has an effect (without
+// it the file is read-only), as with os.Chmod.
+func WriteMode(path string, data []byte, perm fs.FileMode) error {
+	perm = perm.Perm()
+	if err := MkdirAll(filepath.Dir(path), perm|(perm&0o444)>>2); err != nil {
+		return fmt.Errorf("atomic write %s: %w", path, err)
+	}
+	return write(path, data, perm, true)
+}
+
+// write does the atomic replacement. The temp file is created with perm, so the umask
+// can only narrow it; with exact set, an explicit chmod then gives it exactly perm.
+func write(path string, data []byte, perm fs.FileMode, exact bool) error {
+	dir := filepath.Dir(path)
 	tmp, err := tempName(path)
 	if err != nil {
 		return fmt.Errorf("atomic write %s: %w", path, err)
 	}
-	f, err := openExclusive(tmp, 0o666)
+	f, err := openExclusive(tmp, perm)
 	if err != nil {
 		return fmt.Errorf("atomic write %s: %w", path, err)
 	}
@@ -58,12 +96,15 @@ func Write(path string, data []byte) error {
 			_ = os.Remove(tmp)
 		}
 	}()
+	if testHookCreated != nil {
+		testHookCreated(tmp)
+	}
 	if _, err := f.Write(data); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("atomic write %s: %w", path, err)
 	}
-	if keepMode {
-		if err := f.Chmod(keep); err != nil {
+	if exact {
+		if err := f.Chmod(perm); err != nil {
 			_ = f.Close()
 			return fmt.Errorf("atomic write %s: %w", path, err)
 		}
@@ -85,6 +126,99 @@ func Write(path string, data []byte) error {
 		return &DirSyncError{Dir: dir, Err: err}
 	}
 	return nil
+}
+
+// MkdirAll creates dir and any missing parents, as os.MkdirAll does, but every
+// directory it creates gets exactly the permission bits of perm, whatever the umask.
+// Directories that already exist, and symbolic links to directories on the way, are
+// left as they are. On Windows perm has no effect.
+func MkdirAll(dir string, perm fs.FileMode) error {
+	dir = filepath.Clean(dir)
+	if fi, err := os.Stat(dir); err == nil {
+		if fi.IsDir() {
+			return nil
+		}
+		return &fs.PathError{Op: "mkdir", Path: dir, Err: errNotDir}
+	}
+	if parent := filepath.Dir(dir); parent != dir {
+		if err := MkdirAll(parent, perm); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, perm.Perm()); err != nil {
+		// Someone else may have created it meanwhile; that is as good.
+		if fi, lerr := os.Lstat(dir); lerr == nil && fi.IsDir() {
+			return nil
+		}
+		return err
+	}
+	return setDirMode(dir, perm.Perm())
+}
+
+// RemoveStale removes the temp files that interrupted writes of target left behind:
+// the entries of target's directory named exactly `<name>.tmp.<16 lowercase hex>` that
+// are regular files or symbolic links. A symbolic link is removed itself, never
+// followed; anything else (a directory, a FIFO) and every other name is left alone.
+// It returns the paths it removed. Entries that could not be removed are reported in
+// the error, after the others have been tried.
+//
+// A temp file of a write still in progress looks the same as a leftover, so the caller
+// must make sure no other writer of target is at work, for instance by holding the
+// lock it writes under.
+func RemoveStale(target string) ([]string, error) {
+	dir, base := filepath.Split(target)
+	if dir == "" {
+		dir = "."
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("remove stale temp files of %s: %w", target, err)
+	}
+	var removed []string
+	var errs []error
+	for _, e := range entries {
+		if !IsTempName(base, e.Name()) {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		fi, err := os.Lstat(p)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		if err := removeEntry(p); err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		removed = append(removed, p)
+	}
+	if len(errs) > 0 {
+		return removed, fmt.Errorf("remove stale temp files of %s: %w", target, errors.Join(errs...))
+	}
+	return removed, nil
+}
+
+// IsTempName reports whether name is the name of a temp file that a write of a target
+// named base creates: base, ".tmp.", then exactly 16 lowercase hex digits.
+func IsTempName(base, name string) bool {
+	suffix, ok := strings.CutPrefix(name, base+tempInfix)
+	if !ok || base == "" || len(suffix) != tempHexLen {
+		return false
+	}
+	for i := 0; i < len(suffix); i++ {
+		c := suffix[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // DirSyncError reports that the content was replaced but the directory entry could

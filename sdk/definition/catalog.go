@@ -1,19 +1,14 @@
-package definitions
+package definition
 
 import (
-	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
 	"slices"
 	"strings"
-	"sync"
-)
 
-// embedded holds every definition file that ships with the agent.
-//
-//go:embed *.yaml
-var embedded embed.FS
+	"github.com/yuzugo/yuzu/sdk"
+)
 
 // Catalog is a checked set of definitions with unique ids. It is safe for concurrent
 // use; every Definition it returns is a copy the caller may change freely.
@@ -22,17 +17,35 @@ type Catalog struct {
 	sorted []Definition // by ID
 }
 
-// load parses the embedded files the first time Load is called.
-var load = sync.OnceValues(func() (*Catalog, error) { return LoadFS(embedded) })
+// ParseFiles parses YAML definition files, in the order given, and returns every
+// definition in them. An id defined twice, in one file or across files, is an error
+// naming both places; so is any problem Parse finds. On error nothing is returned.
+func ParseFiles(files []sdk.DefinitionFile) ([]Definition, error) {
+	var all []Definition
+	var problems []error
+	for _, f := range files {
+		defs, err := Parse(f.Name, f.Content)
+		if err != nil {
+			problems = append(problems, err)
+			continue
+		}
+		all = append(all, defs...)
+	}
+	if len(files) == 0 {
+		problems = append(problems, errors.New("definitions: no files"))
+	}
+	if len(problems) > 0 {
+		return nil, errors.Join(problems...)
+	}
+	if _, err := NewCatalog(all); err != nil {
+		return nil, err
+	}
+	return all, nil
+}
 
-// Load returns the catalogue embedded in the binary. It is parsed once; later calls
-// return the same Catalog (or the same error).
-func Load() (*Catalog, error) { return load() }
-
-// LoadFS parses every *.yaml file at the root of fsys, in name order, and returns
-// them as one catalogue. An id defined in two files is an error naming both places.
-// Tests and tools use it to load definitions that are not embedded.
-func LoadFS(fsys fs.FS) (*Catalog, error) {
+// ParseFS parses every *.yaml file at the root of fsys, in name order, with ParseFiles.
+// Tests and tools use it to read definitions from a directory.
+func ParseFS(fsys fs.FS) ([]Definition, error) {
 	names, err := fs.Glob(fsys, "*.yaml")
 	if err != nil {
 		return nil, err
@@ -41,20 +54,24 @@ func LoadFS(fsys fs.FS) (*Catalog, error) {
 		return nil, errors.New("definitions: no *.yaml files")
 	}
 	slices.Sort(names)
-	c := &Catalog{byID: map[string]Definition{}}
-	var problems []error
+	files := make([]sdk.DefinitionFile, 0, len(names))
 	for _, name := range names {
 		data, err := fs.ReadFile(fsys, name)
 		if err != nil {
-			problems = append(problems, err)
-			continue
+			return nil, err
 		}
-		defs, err := Parse(name, data)
-		if err != nil {
-			problems = append(problems, err)
-			continue
-		}
-		for _, d := range defs {
+		files = append(files, sdk.DefinitionFile{Name: name, Content: data})
+	}
+	return ParseFiles(files)
+}
+
+// NewCatalog indexes the definitions of every set given. An id that appears twice is an
+// error naming both places (each Definition's Source).
+func NewCatalog(sets ...[]Definition) (*Catalog, error) {
+	c := &Catalog{byID: map[string]Definition{}}
+	var problems []error
+	for _, set := range sets {
+		for _, d := range set {
 			if first, dup := c.byID[d.ID]; dup {
 				problems = append(problems, fmt.Errorf("%s (%s): metadata.id: duplicate id, first defined in %s", d.Source, d.ID, first.Source))
 				continue

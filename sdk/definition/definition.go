@@ -1,19 +1,23 @@
-// Package definitions embeds, checks and serves the InstructionDefinitions that ship
-// with the agent.
+// Package definition reads and checks InstructionDefinitions, the YAML documents
+// (apiVersion yuzu.io/v1alpha1) that tell a fleet server, and the agent's
+// `exec DEFINITION-ID`, how to run a plugin action: its parameters and their rules,
+// its result columns, its platforms, how long to wait and who may run it.
 //
-// Every *.yaml file beside this package is a stream of YAML documents, one
-// InstructionDefinition each, in the upstream format (apiVersion yuzu.io/v1alpha1).
-// Load parses the embedded set once, strictly (an unknown field is an error, so a typo
-// cannot silently drop a rule), checks each definition's structure and returns a
-// Catalog. The agent uses a Definition to run `yuzu-agent exec DEFINITION-ID`: it looks
-// the id up, checks the caller's parameters with Validate and uses TTL as the command
-// deadline.
-package definitions
+// A plugin ships its own definitions (sdk.Plugin.Definitions) and they must agree with
+// its declarations: CheckAgreement says where they do not, and sdktest runs it in a
+// plugin's own tests. Parse reads one YAML stream strictly (an unknown field is an
+// error, so a typo cannot silently drop a rule); a Catalog indexes definitions from
+// several sources by id; Definition.Validate checks the parameters of one command.
+//
+// The format is documented in docs/definitions.md of the yuzu repository.
+package definition
 
 import (
-	"regexp"
+	"maps"
 	"slices"
 	"time"
+
+	"github.com/yuzugo/yuzu/sdk"
 )
 
 // APIVersion is the only apiVersion this package accepts.
@@ -41,14 +45,11 @@ const (
 // Parameter and column types. Parameters always travel as strings; the type says how
 // Validate reads them.
 const (
-	TypeString = "string"
-	TypeInt32  = "int32"
-	TypeInt64  = "int64"
-	TypeBool   = "bool"
+	TypeString = sdk.TypeString
+	TypeInt32  = sdk.TypeInt32
+	TypeInt64  = sdk.TypeInt64
+	TypeBool   = sdk.TypeBool
 )
-
-// Platforms a definition may name in spec.platforms.
-var knownPlatforms = []string{"windows", "linux", "darwin"}
 
 // Definition is one parsed and checked InstructionDefinition, flattened into plain
 // fields. The nesting of the YAML (metadata, spec.execution, spec.gather, ...) is only
@@ -103,44 +104,13 @@ type Definition struct {
 	Source string
 }
 
-// Parameter is one entry of spec.parameters.properties. Optional rules are pointers
-// (nil means "no such rule") so that a rule of 0 stays distinguishable from none.
-type Parameter struct {
-	// Name is the property name, the key in the parameter map.
-	Name string
-	// Type is TypeString, TypeInt32, TypeInt64 or TypeBool.
-	Type string
-	// DisplayName is a short label.
-	DisplayName string
-	// Description is help text.
-	Description string
-	// Required is true when the name is listed in spec.parameters.required.
-	Required bool
-	// Default is the YAML default as text, or nil. Validate never injects it: the
-	// plugin applies its own defaults (DECISIONS 34).
-	Default *string
-	// MinLength and MaxLength bound a string's length in bytes.
-	MinLength, MaxLength *int
-	// Pattern is the regular expression (Go RE2 syntax) the whole value must match,
-	// exactly as written in the YAML.
-	Pattern string
-	// Enum lists the allowed values, as strings.
-	Enum []string
-	// Minimum and Maximum bound an integer value, inclusive.
-	Minimum, Maximum *int64
-
-	// re is Pattern compiled and anchored at both ends; nil when Pattern is empty or
-	// the Parameter was built by hand rather than parsed.
-	re *regexp.Regexp
-}
+// Parameter is one entry of spec.parameters.properties: the same type a plugin
+// declares its parameters with, so that a definition and a declaration are checked by
+// one piece of code. Default is never injected (the plugin applies its own).
+type Parameter = sdk.Parameter
 
 // Column is one entry of spec.result.columns.
-type Column struct {
-	// Name is the column name.
-	Name string
-	// Type is TypeString, TypeInt32, TypeInt64 or TypeBool.
-	Type string
-}
+type Column = sdk.Column
 
 // TTL returns gather.ttlSeconds as a duration; the agent uses it as the command
 // deadline when a command runs through this definition (DECISIONS 30).
@@ -178,13 +148,13 @@ func (d Definition) clone() Definition {
 	if d.Parameters != nil {
 		c.Parameters = make([]Parameter, len(d.Parameters))
 		for i, p := range d.Parameters {
-			c.Parameters[i] = p.clone()
+			c.Parameters[i] = cloneParameter(p)
 		}
 	}
 	return c
 }
 
-func (p Parameter) clone() Parameter {
+func cloneParameter(p Parameter) Parameter {
 	c := p
 	c.Enum = slices.Clone(p.Enum)
 	c.Default = clonePtr(p.Default)
@@ -192,7 +162,7 @@ func (p Parameter) clone() Parameter {
 	c.MaxLength = clonePtr(p.MaxLength)
 	c.Minimum = clonePtr(p.Minimum)
 	c.Maximum = clonePtr(p.Maximum)
-	// re is immutable and safe for concurrent use, so it is shared.
+	c.Messages = maps.Clone(p.Messages)
 	return c
 }
 

@@ -1,4 +1,4 @@
-package definitions
+package definition
 
 import (
 	"strings"
@@ -42,7 +42,7 @@ func FuzzParse(f *testing.F) {
 			_ = d.Validate(params)
 			for _, p := range d.Parameters {
 				if p.Default != nil {
-					if msg := p.check(*p.Default, true); msg != "" {
+					if _, msg := p.Check(*p.Default); msg != "" {
 						t.Fatalf("accepted default %q for %s that fails: %s", *p.Default, p.Name, msg)
 					}
 				}
@@ -59,11 +59,7 @@ func FuzzValidate(f *testing.F) {
 	f.Add(strings.Repeat("k", 65), "")
 	f.Add("k", strings.Repeat("é", 225))
 	f.Add("k\n", "v")
-	c, err := Load()
-	if err != nil {
-		f.Fatalf("Load: %v", err)
-	}
-	set, ok := c.Lookup("device.tags.set")
+	set, ok := loadFixture(f).Lookup("device.tags.set")
 	if !ok {
 		f.Fatal("device.tags.set missing")
 	}

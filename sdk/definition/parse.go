@@ -1,4 +1,4 @@
-package definitions
+package definition
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/yuzugo/yuzu/sdk"
 )
 
 // The raw* types mirror the YAML nesting one to one. They exist only so that the
@@ -118,7 +120,7 @@ var (
 	unknownField = regexp.MustCompile(`field (\S+) not found in type \S+`)
 	// privateType catches the other messages that would name one of our raw* types;
 	// each of them is a YAML mapping.
-	privateType = regexp.MustCompile(`into definitions\.raw\w+`)
+	privateType = regexp.MustCompile(`into definition\.raw\w+`)
 )
 
 // maxIDLength bounds metadata.id; ids travel in URLs and logs.
@@ -262,11 +264,11 @@ func build(raw rawDoc) (Definition, []error) {
 		bad("spec.type", "must be %s or %s, got %q", TypeQuestion, TypeAction, s.Type)
 	}
 	if len(s.Platforms) == 0 {
-		bad("spec.platforms", "must name at least one of %s", strings.Join(knownPlatforms, ", "))
+		bad("spec.platforms", "must name at least one of %s", strings.Join(Platforms, ", "))
 	}
 	for i, p := range s.Platforms {
-		if !slices.Contains(knownPlatforms, p) {
-			bad("spec.platforms", "unknown platform %q (allowed: %s)", p, strings.Join(knownPlatforms, ", "))
+		if !slices.Contains(Platforms, p) {
+			bad("spec.platforms", "unknown platform %q (allowed: %s)", p, strings.Join(Platforms, ", "))
 		} else if slices.Contains(s.Platforms[:i], p) {
 			bad("spec.platforms", "%q listed twice", p)
 		}
@@ -298,7 +300,7 @@ func build(raw rawDoc) (Definition, []error) {
 		if slices.ContainsFunc(s.Result.Columns[:i], func(o rawColumn) bool { return o.Name == c.Name }) {
 			bad(field+".name", "column %q listed twice", c.Name)
 		}
-		columns = append(columns, Column(c))
+		columns = append(columns, Column{Name: c.Name, Type: sdk.Type(c.Type)})
 	}
 
 	if s.Gather.TTLSeconds <= 0 {
@@ -387,7 +389,7 @@ func buildParameter(name string, rp rawProperty, required bool) (Parameter, []er
 	v := rp.Validation
 	p := Parameter{
 		Name:        name,
-		Type:        rp.Type,
+		Type:        sdk.Type(rp.Type),
 		DisplayName: rp.DisplayName,
 		Description: rp.Description,
 		Required:    required,
@@ -403,8 +405,8 @@ func buildParameter(name string, rp rawProperty, required bool) (Parameter, []er
 		bad(".type", "must be string, int32, int64 or bool, got %q", rp.Type)
 		return p, errs // the remaining rules depend on the type
 	}
-	isString := rp.Type == TypeString
-	isInt := rp.Type == TypeInt32 || rp.Type == TypeInt64
+	isString := sdk.Type(rp.Type) == TypeString
+	isInt := sdk.Type(rp.Type) == TypeInt32 || sdk.Type(rp.Type) == TypeInt64
 
 	for _, l := range []struct {
 		key string
@@ -425,10 +427,8 @@ func buildParameter(name string, rp rawProperty, required bool) (Parameter, []er
 	if v.Pattern != "" {
 		if !isString {
 			bad(".validation.pattern", "applies only to string parameters, not %s", rp.Type)
-		} else if re, err := compileAnchored(v.Pattern); err != nil {
+		} else if _, err := sdk.CompileAnchored(v.Pattern); err != nil {
 			bad(".validation.pattern", "%v", err)
-		} else {
-			p.re = re
 		}
 	}
 
@@ -459,7 +459,7 @@ func buildParameter(name string, rp rawProperty, required bool) (Parameter, []er
 	}
 	for i, e := range v.Enum {
 		// An enum value the other rules refuse could never be sent.
-		if problem := p.check(e, false); problem != "" {
+		if _, problem := p.Check(e); problem != "" {
 			bad(fmt.Sprintf(".validation.enum[%d]", i), "%s", problem)
 		} else if slices.Contains(v.Enum[:i], e) {
 			bad(fmt.Sprintf(".validation.enum[%d]", i), "%q listed twice", e)
@@ -472,7 +472,7 @@ func buildParameter(name string, rp rawProperty, required bool) (Parameter, []er
 	case d.Kind != yaml.ScalarNode:
 		bad(".default", "must be a single value, not a list or map")
 	default:
-		if problem := p.check(d.Value, true); problem != "" {
+		if _, problem := p.Check(d.Value); problem != "" {
 			bad(".default", "%s", problem)
 		} else {
 			val := d.Value
@@ -482,27 +482,11 @@ func buildParameter(name string, rp rawProperty, required bool) (Parameter, []er
 	return p, errs
 }
 
-// compileAnchored compiles pattern so that it must match the whole value: the YAML
-// says "regex the whole value must match", and an unanchored RE2 match would accept
-// any value that merely contains a matching part.
-func compileAnchored(pattern string) (*regexp.Regexp, error) {
-	if _, err := regexp.Compile(pattern); err != nil {
-		return nil, err // the error then quotes the pattern as written
-	}
-	return regexp.Compile(`\A(?:` + pattern + `)\z`)
-}
-
-func isValueType(t string) bool {
-	switch t {
-	case TypeString, TypeInt32, TypeInt64, TypeBool:
-		return true
-	}
-	return false
-}
+func isValueType(t string) bool { return sdk.Type(t).Valid() }
 
 // typeRange gives the inclusive range of an integer type.
 func typeRange(t string) (lo, hi int64) {
-	if t == TypeInt32 {
+	if sdk.Type(t) == TypeInt32 {
 		return math.MinInt32, math.MaxInt32
 	}
 	return math.MinInt64, math.MaxInt64

@@ -1,4 +1,4 @@
-package definitions
+package definition
 
 import (
 	"strings"
@@ -219,7 +219,7 @@ func TestParseErrorsNameTheDocument(t *testing.T) {
 	}
 }
 
-func TestLoadFS(t *testing.T) {
+func TestParseFS(t *testing.T) {
 	other := mutate(t, sampleYAML, "id: test.sample.run", "id: test.sample.other")
 	other = mutate(t, other, "plugin: sample", "plugin: second")
 	cases := []struct {
@@ -239,15 +239,19 @@ func TestLoadFS(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cat, err := LoadFS(c.fsys)
+			defs, err := ParseFS(c.fsys)
 			if c.want != "" {
 				if err == nil || !strings.Contains(err.Error(), c.want) {
-					t.Fatalf("LoadFS error = %v, want it to contain %q", err, c.want)
+					t.Fatalf("ParseFS error = %v, want it to contain %q", err, c.want)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("LoadFS: %v", err)
+				t.Fatalf("ParseFS: %v", err)
+			}
+			cat, err := NewCatalog(defs)
+			if err != nil {
+				t.Fatalf("NewCatalog: %v", err)
 			}
 			var ids []string
 			for _, d := range cat.All() {

@@ -1,10 +1,7 @@
-package definitions
+package definition
 
 import (
-	"errors"
-	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -104,71 +101,8 @@ func (d Definition) checkOne(name string, params map[string]string) string {
 	if !present {
 		return ""
 	}
-	return p.check(v, true)
-}
-
-// maxQuoted bounds how much of a bad value an error message repeats; a value can be
-// long and the message goes into logs and a single output row.
-const maxQuoted = 64
-
-// quote quotes v for a message, shortened to maxQuoted bytes.
-func quote(v string) string {
-	if len(v) <= maxQuoted {
-		return strconv.Quote(v)
-	}
-	return strconv.Quote(v[:maxQuoted]) + "..."
-}
-
-// check returns what is wrong with value v for this parameter, or "". checkEnum is
-// false while the enum itself is being checked at parse time.
-func (p Parameter) check(v string, checkEnum bool) string {
-	switch p.Type {
-	case TypeString:
-		if p.MinLength != nil && len(v) < *p.MinLength {
-			return fmt.Sprintf("shorter than minLength %d (%d bytes)", *p.MinLength, len(v))
-		}
-		if p.MaxLength != nil && len(v) > *p.MaxLength {
-			return fmt.Sprintf("exceeds maxLength %d (%d bytes)", *p.MaxLength, len(v))
-		}
-		if p.Pattern != "" {
-			re := p.re
-			if re == nil { // built by hand rather than by Parse
-				var err error
-				if re, err = compileAnchored(p.Pattern); err != nil {
-					return "definition has an invalid pattern: " + err.Error()
-				}
-			}
-			if !re.MatchString(v) {
-				return "does not match pattern " + p.Pattern
-			}
-		}
-	case TypeInt32, TypeInt64:
-		bits := 64
-		if p.Type == TypeInt32 {
-			bits = 32
-		}
-		n, err := strconv.ParseInt(v, 10, bits)
-		if errors.Is(err, strconv.ErrRange) {
-			return fmt.Sprintf("%s is out of range for %s", quote(v), p.Type)
-		}
-		if err != nil {
-			return fmt.Sprintf("not a valid %s: %s", p.Type, quote(v))
-		}
-		if p.Minimum != nil && n < *p.Minimum {
-			return fmt.Sprintf("%d is below minimum %d", n, *p.Minimum)
-		}
-		if p.Maximum != nil && n > *p.Maximum {
-			return fmt.Sprintf("%d is above maximum %d", n, *p.Maximum)
-		}
-	case TypeBool:
-		if v != "true" && v != "false" {
-			return fmt.Sprintf("must be true or false (got %s)", quote(v))
-		}
-	default:
-		return fmt.Sprintf("definition declares unknown type %q", p.Type)
-	}
-	if checkEnum && p.Enum != nil && !slices.Contains(p.Enum, v) {
-		return fmt.Sprintf("must be one of %s (got %s)", strings.Join(p.Enum, ", "), quote(v))
+	if _, problem := p.Check(v); problem != "" {
+		return problem
 	}
 	return ""
 }

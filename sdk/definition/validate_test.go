@@ -1,4 +1,4 @@
-package definitions
+package definition
 
 import (
 	"errors"
@@ -75,11 +75,7 @@ func mustSample(t *testing.T) Definition {
 
 func mustLookup(t *testing.T, id string) Definition {
 	t.Helper()
-	c, err := Load()
-	if err != nil {
-		t.Fatalf("Load: %v", err)
-	}
-	d, ok := c.Lookup(id)
+	d, ok := loadFixture(t).Lookup(id)
 	if !ok {
 		t.Fatalf("Lookup(%s): not found", id)
 	}
@@ -250,10 +246,10 @@ func TestValidateHandBuilt(t *testing.T) {
 		params map[string]string
 		want   string
 	}{
-		{map[string]string{"a": "x", "z": "12"}, "parameter a: definition has an invalid pattern: error parsing regexp: missing closing ): `(`"},
+		{map[string]string{"a": "x", "z": "12"}, "parameter a: the declared pattern is invalid: error parsing regexp: missing closing ): `(`"},
 		{map[string]string{"a": "", "z": "12x"}, "parameter a: required; parameter z: does not match pattern [0-9]+"},
 		{map[string]string{"a": "", "z": "1234"}, "parameter a: required; parameter z: exceeds maxLength 3 (4 bytes)"},
-		{map[string]string{"a": "", "m": "1.5"}, `parameter a: required; parameter m: definition declares unknown type "float"`},
+		{map[string]string{"a": "", "m": "1.5"}, `parameter a: required; parameter m: declared with unknown type "float"`},
 	}
 	for _, c := range cases {
 		err := d.Validate(c.params)

@@ -18,8 +18,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	pluginv1 "github.com/yuzugo/yuzu/proto/yuzu/plugin/v1"
 	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/internal/pluginv1"
 	"github.com/yuzugo/yuzu/sdk/internal/wire"
 )
 
@@ -59,12 +59,13 @@ func ClientConfig(cmd *exec.Cmd) *plugin.ClientConfig {
 
 // Manifest is what a plugin says about itself.
 type Manifest struct {
-	Name         string
-	Version      string
-	Description  string
-	SDKVersion   string
-	Actions      []sdk.Action
-	Capabilities []string
+	Name        string
+	Version     string
+	Description string
+	SDKVersion  string
+	Actions     []sdk.Action
+	// Definitions are the InstructionDefinition files the plugin ships.
+	Definitions []sdk.DefinitionFile
 }
 
 // Action returns the named action and whether the plugin has it.
@@ -75,6 +76,19 @@ func (m Manifest) Action(name string) (sdk.Action, bool) {
 		}
 	}
 	return sdk.Action{}, false
+}
+
+// ManifestOf returns the manifest p would send, without starting it: what the agent
+// would learn from Describe. Tests use it to check a plugin's declarations.
+func ManifestOf(p *sdk.Plugin) Manifest {
+	return Manifest{
+		Name:        p.Name,
+		Version:     p.Version,
+		Description: p.Description,
+		SDKVersion:  sdk.Version,
+		Actions:     p.Actions(),
+		Definitions: p.DefinitionFiles(),
+	}
 }
 
 // Command is one command to run.
@@ -119,33 +133,7 @@ func (c *Client) Describe(ctx context.Context) (Manifest, error) {
 	if err != nil {
 		return Manifest{}, err
 	}
-	pm := resp.GetManifest()
-	m := Manifest{
-		Name:         pm.GetName(),
-		Version:      pm.GetVersion(),
-		Description:  pm.GetDescription(),
-		SDKVersion:   pm.GetSdkVersion(),
-		Capabilities: pm.GetCapabilities(),
-	}
-	for _, a := range pm.GetActions() {
-		m.Actions = append(m.Actions, sdk.Action{
-			Name:        a.GetName(),
-			Description: a.GetDescription(),
-			Linux:       legFromProto(a.GetLinux()),
-			Darwin:      legFromProto(a.GetDarwin()),
-			Windows:     legFromProto(a.GetWindows()),
-		})
-	}
-	return m, nil
-}
-
-func legFromProto(l *pluginv1.OsLeg) sdk.OSLeg {
-	return sdk.OSLeg{
-		Support:   sdk.Support(l.GetSupport()),
-		Rung:      int(l.GetRung()),
-		Mechanism: l.GetMechanism(),
-		Fallback:  l.GetFallback(),
-	}
+	return manifestFromProto(resp.GetManifest()), nil
 }
 
 // Configure hands the plugin its configuration.

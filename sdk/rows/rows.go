@@ -10,7 +10,11 @@
 //   - the last field is free text and stays raw apart from CR and LF.
 package rows
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
 
 // Format joins kind and fields into one row, escaping each field by its position.
 func Format(kind string, fields ...string) string {
@@ -102,4 +106,50 @@ func writeLast(b *strings.Builder, s string) {
 			b.WriteByte(c)
 		}
 	}
+}
+
+// ValidUTF8 returns s with every invalid UTF-8 sequence replaced by U+FFFD. Rows travel
+// in protobuf strings, which must be valid UTF-8; a file name or a line of a binary
+// file need not be, and one such byte must not cost the command its answer.
+func ValidUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// Printable makes s safe to show on a terminal or in a log line: every control byte
+// (C0, DEL and the C1 range), which could move a cursor, clear a screen or forge a line,
+// becomes a visible \xNN escape (\t stays a tab), and invalid UTF-8 becomes U+FFFD.
+// Text that needs neither comes back unchanged, without copying.
+func Printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || isControl(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			b.WriteString("\uFFFD")
+		case isControl(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+func isControl(r rune) bool {
+	return (r < 0x20 && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0)
 }

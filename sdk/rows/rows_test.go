@@ -3,6 +3,7 @@ package rows
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // The DECISIONS 1 rules: every field folds CR and LF into a space; every field but the
@@ -141,6 +142,46 @@ func FuzzFormat(f *testing.F) {
 			if all := splitRow(row, len(row)+2); len(all) != len(fields)+1 {
 				t.Fatalf("row %q splits fully into %d parts, want %d", row, len(all), len(fields)+1)
 			}
+		}
+	})
+}
+
+func TestPrintable(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"plain text", "plain text"},
+		{"tab\tkept", "tab\tkept"},
+		{"new\nline", `new\x0aline`},
+		{"cr\rhere", `cr\x0dhere`},
+		{"esc\x1b[2Jclear", `esc\x1b[2Jclear`},
+		{"nul\x00byte", `nul\x00byte`},
+		{"del\x7f", `del\x7f`},
+		{"c1\u009bcsi", `c1\x9bcsi`},
+		{"bad\xffutf8", "bad\uFFFDutf8"},
+		{"ünïcode ✓", "ünïcode ✓"},
+		{"", ""},
+	}
+	for _, c := range cases {
+		if got := Printable(c.in); got != c.want {
+			t.Errorf("Printable(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func FuzzPrintable(f *testing.F) {
+	f.Add("a\x1b[31mred\n")
+	f.Add("\xff\xfe")
+	f.Fuzz(func(t *testing.T, s string) {
+		p := Printable(s)
+		if !utf8.ValidString(p) {
+			t.Fatalf("Printable(%q) = %q is not valid UTF-8", s, p)
+		}
+		for _, r := range p {
+			if isControl(r) {
+				t.Fatalf("Printable(%q) = %q keeps control %U", s, p, r)
+			}
+		}
+		if Printable(p) != p {
+			t.Fatalf("Printable is not stable on its own output: %q", p)
 		}
 	})
 }

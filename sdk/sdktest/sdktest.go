@@ -19,9 +19,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
 
-	pluginv1 "github.com/yuzugo/yuzu/proto/yuzu/plugin/v1"
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/host"
+	"github.com/yuzugo/yuzu/sdk/internal/pluginv1"
 	"github.com/yuzugo/yuzu/sdk/internal/wire"
 )
 
@@ -141,11 +141,23 @@ func (h *Harness) Manifest() host.Manifest {
 // Run executes action with params and fails the test on a protocol error.
 func (h *Harness) Run(action string, params map[string]string) Outcome {
 	h.t.Helper()
-	o, err := h.Execute(context.Background(), host.Command{Action: action, Params: params})
+	o, err := h.RunContext(context.Background(), action, params)
 	if err != nil {
 		h.t.Fatalf("sdktest: %s: %v", action, err)
 	}
 	return o
+}
+
+// RunContext executes action with params the way the agent does: ctx's deadline, if
+// any, is the command's deadline (the handler's ctx carries it), and cancelling ctx
+// cancels the command. It returns once the handler has stopped; the error is ctx's
+// when the command was cancelled or timed out, with the rows written until then.
+func (h *Harness) RunContext(ctx context.Context, action string, params map[string]string) (Outcome, error) {
+	cmd := host.Command{Action: action, Params: params}
+	if d, ok := ctx.Deadline(); ok {
+		cmd.Deadline = d
+	}
+	return h.Execute(ctx, cmd)
 }
 
 // Execute runs a command and returns its outcome or the protocol error.

@@ -83,9 +83,9 @@ func TestHarnessFailuresAreFatal(t *testing.T) {
 
 func TestInProcessHarness(t *testing.T) {
 	p := sdk.New("harness", "1", "")
-	p.Handle("echo", func(_ context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
+	p.Handle("echo", func(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 		out.Row("v", req.Params.Get("v", "absent"), req.Config.AgentID)
-		return sdk.OK()
+		return sdk.Undeclared(), nil
 	})
 	h := New(t, p, sdk.Config{AgentID: "a1"})
 	if h.Client != nil {

@@ -25,6 +25,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/yuzugo/yuzu/sdk/proctree"
 )
 
 // Defaults applied when a Spec leaves a bound at zero.
@@ -146,7 +148,8 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 		cmd.Stderr = out // the same comparable writer: exec serialises the writes
 	}
 	cmd.WaitDelay = pipeGrace
-	prepare(cmd)
+	// A parent-death signal too: if the plugin dies mid-run, the tool dies with it.
+	proctree.Prepare(cmd, true)
 
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -154,7 +157,7 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 		return res, fmt.Errorf("subprocess: start %s: %w", spec.Argv[0], err)
 	}
 	res.ToolRan = true
-	g, gerr := newGroup(cmd)
+	g, gerr := proctree.Attach(cmd)
 	if gerr != nil {
 		// The tool started but cannot be bounded as a group: kill it at once rather
 		// than let it run unbounded, and report that it did not run.
@@ -163,7 +166,7 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 		res.ToolRan = false
 		return res, fmt.Errorf("subprocess: bound %s: %w", spec.Argv[0], gerr)
 	}
-	defer g.close()
+	defer g.Close()
 
 	// The watcher kills the group when the deadline passes or ctx ends. It must stop
 	// before the leader is reaped: after that the group id may name someone else's
@@ -180,7 +183,7 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 			} else {
 				killed = ReasonDeadline
 			}
-			_ = g.kill()
+			_ = g.Kill()
 		case <-stop:
 		}
 	}()
@@ -190,7 +193,7 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 		// The leader has exited but is not reaped, so the group id is still ours:
 		// stop the watcher, then kill whatever the tool left behind in its group.
 		stopWatcher()
-		_ = g.kill()
+		_ = g.Kill()
 	}
 	werr := cmd.Wait()
 	stopWatcher()

@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
-	pluginv1 "github.com/yuzugo/yuzu/proto/yuzu/plugin/v1"
+	"github.com/yuzugo/yuzu/sdk/internal/pluginv1"
 )
 
 // Handshake is fixed forever: an agent and a plugin built years apart must still

@@ -26,17 +26,17 @@ func strayWrites(where string) {
 func main() {
 	strayWrites("main")
 	p := sdk.New("probe", "0.0.1", "SDK test plugin")
-	p.Handle("stdout", func(context.Context, *sdk.Request, *sdk.Output) sdk.Result {
+	p.Handle("stdout", func(context.Context, *sdk.Request, *sdk.Output) (sdk.Result, error) {
 		strayWrites("handler")
-		return sdk.OK()
+		return sdk.Undeclared(), nil
 	})
-	p.Handle("echo", func(_ context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
+	p.Handle("echo", func(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 		for _, k := range req.Params.Keys() {
 			out.Row("param", k, req.Params.Get(k, ""))
 		}
-		return sdk.OK()
+		return sdk.Undeclared(), nil
 	})
-	p.Handle("env", func(_ context.Context, _ *sdk.Request, out *sdk.Output) sdk.Result {
+	p.Handle("env", func(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 		var keys []string
 		for _, kv := range os.Environ() {
 			k, _, _ := strings.Cut(kv, "=")
@@ -46,28 +46,28 @@ func main() {
 		for _, k := range keys {
 			out.Row("env", k)
 		}
-		return sdk.OK()
+		return sdk.Undeclared(), nil
 	})
-	p.Handle("pid", func(_ context.Context, _ *sdk.Request, out *sdk.Output) sdk.Result {
+	p.Handle("pid", func(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 		out.Row("pid", strconv.Itoa(os.Getpid()))
 		out.Row("ppid", strconv.Itoa(os.Getppid()))
-		return sdk.OK()
+		return sdk.Undeclared(), nil
 	})
 	// block writes <marker>.started, waits for its context to end, then writes the
 	// context's error to <marker>: the test's evidence that cancellation arrived.
-	p.Handle("block", func(ctx context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
+	p.Handle("block", func(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 		marker, err := req.Params.Required("marker")
 		if err != nil {
-			return out.Fail(err.Error())
+			return out.Fail(err.Error()), nil
 		}
 		if err := os.WriteFile(marker+".started", nil, 0o644); err != nil {
-			return out.Fail(err.Error())
+			return out.Fail(err.Error()), nil
 		}
 		<-ctx.Done()
 		if err := os.WriteFile(marker, []byte(ctx.Err().Error()), 0o644); err != nil {
-			return out.Fail(err.Error())
+			return out.Fail(err.Error()), nil
 		}
-		return out.Fail(ctx.Err().Error())
+		return out.Fail(ctx.Err().Error()), nil
 	})
 	sdk.Serve(p)
 }

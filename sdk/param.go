@@ -1,0 +1,345 @@
+package sdk
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Type is how a parameter's or a column's text is read. Values always travel as text;
+// the names are the ones InstructionDefinitions use.
+type Type string
+
+// The value types.
+const (
+	TypeString Type = "string"
+	TypeInt32  Type = "int32"
+	TypeInt64  Type = "int64"
+	TypeBool   Type = "bool"
+)
+
+// Valid reports whether t is one of the four value types.
+func (t Type) Valid() bool {
+	switch t {
+	case TypeString, TypeInt32, TypeInt64, TypeBool:
+		return true
+	}
+	return false
+}
+
+// Rule names one check a parameter value can fail. A parameter's Messages may replace
+// the SDK's wording for any of them.
+type Rule string
+
+// The rules, in the order they are checked.
+const (
+	RuleRequired  Rule = "required"
+	RuleType      Rule = "type"
+	RuleMinLength Rule = "minLength"
+	RuleMaxLength Rule = "maxLength"
+	RulePattern   Rule = "pattern"
+	RuleEnum      Rule = "enum"
+	RuleMinimum   Rule = "minimum"
+	RuleMaximum   Rule = "maximum"
+)
+
+// Parameter declares one parameter of an action: its type and the rules a value must
+// meet, the same rules an InstructionDefinition can state. The SDK checks every
+// declared parameter before the handler runs; a parameter the action does not declare
+// still reaches the handler unchecked.
+//
+// Optional rules are pointers so that a rule of 0 (minimum: 0) stays distinct from no
+// rule. Build a Parameter with Param and its options rather than by hand.
+type Parameter struct {
+	Name        string
+	Type        Type
+	DisplayName string
+	Description string
+	// Required refuses a value that is absent or empty.
+	Required bool
+	// Default is the value the action uses when the parameter is absent. It is
+	// documentation: the handler applies it itself (Params.Get), nothing injects it.
+	Default *string
+	// MinLength and MaxLength bound a string's length in bytes.
+	MinLength, MaxLength *int
+	// Pattern is an RE2 expression the whole value must match.
+	Pattern string
+	// Enum lists the allowed values, compared exactly.
+	Enum []string
+	// Minimum and Maximum bound an integer, inclusive.
+	Minimum, Maximum *int64
+	// Clamped says the action brings an integer outside Minimum..Maximum to the nearest
+	// bound itself, so the SDK does not refuse it (the bounds still document the range).
+	Clamped bool
+	// Messages replaces the SDK's error text for a rule, for actions whose contract
+	// prescribes their own error rows. In the text, {name} stands for the parameter's
+	// name and {value} for the value as given.
+	Messages map[Rule]string
+
+	re *regexp.Regexp // Pattern compiled and anchored; set by compile
+}
+
+// ParamOption sets one property of a declared parameter.
+type ParamOption func(*Parameter)
+
+// Required makes the parameter mandatory: absent or empty is refused.
+func Required() ParamOption { return func(p *Parameter) { p.Required = true } }
+
+// Default documents the value the action uses when the parameter is absent.
+func Default(v string) ParamOption { return func(p *Parameter) { p.Default = &v } }
+
+// DisplayName sets a short human label.
+func DisplayName(label string) ParamOption { return func(p *Parameter) { p.DisplayName = label } }
+
+// MinLength refuses a string shorter than n bytes.
+func MinLength(n int) ParamOption { return func(p *Parameter) { p.MinLength = &n } }
+
+// MaxLength refuses a string longer than n bytes.
+func MaxLength(n int) ParamOption { return func(p *Parameter) { p.MaxLength = &n } }
+
+// Pattern refuses a string the RE2 expression does not match as a whole.
+func Pattern(expr string) ParamOption { return func(p *Parameter) { p.Pattern = expr } }
+
+// Enum refuses any value but the ones listed.
+func Enum(values ...string) ParamOption {
+	return func(p *Parameter) { p.Enum = slices.Clone(values) }
+}
+
+// Minimum refuses an integer below n (unless Clamped).
+func Minimum(n int64) ParamOption { return func(p *Parameter) { p.Minimum = &n } }
+
+// Maximum refuses an integer above n (unless Clamped).
+func Maximum(n int64) ParamOption { return func(p *Parameter) { p.Maximum = &n } }
+
+// Clamped lets integers outside Minimum..Maximum through: the action clamps them.
+func Clamped() ParamOption { return func(p *Parameter) { p.Clamped = true } }
+
+// Message replaces the SDK's error text when the value breaks rule. {name} and {value}
+// in text are replaced by the parameter's name and the value as given.
+func Message(rule Rule, text string) ParamOption {
+	return func(p *Parameter) {
+		if p.Messages == nil {
+			p.Messages = map[Rule]string{}
+		}
+		p.Messages[rule] = text
+	}
+}
+
+// compile checks the declaration itself and compiles its pattern. It is called when the
+// action is registered, so a broken declaration is found by the first test run.
+func (p *Parameter) compile() error {
+	if p.Name == "" {
+		return errors.New("parameter with an empty name")
+	}
+	if !p.Type.Valid() {
+		return fmt.Errorf("parameter %s: type %q is not string, int32, int64 or bool", p.Name, p.Type)
+	}
+	isString := p.Type == TypeString
+	isInt := p.Type == TypeInt32 || p.Type == TypeInt64
+	if !isString && (p.MinLength != nil || p.MaxLength != nil || p.Pattern != "") {
+		return fmt.Errorf("parameter %s: minLength, maxLength and pattern apply only to strings", p.Name)
+	}
+	if !isInt && (p.Minimum != nil || p.Maximum != nil || p.Clamped) {
+		return fmt.Errorf("parameter %s: minimum, maximum and clamping apply only to integers", p.Name)
+	}
+	if p.MinLength != nil && p.MaxLength != nil && *p.MinLength > *p.MaxLength {
+		return fmt.Errorf("parameter %s: minLength %d is greater than maxLength %d", p.Name, *p.MinLength, *p.MaxLength)
+	}
+	if p.Minimum != nil && p.Maximum != nil && *p.Minimum > *p.Maximum {
+		return fmt.Errorf("parameter %s: minimum %d is greater than maximum %d", p.Name, *p.Minimum, *p.Maximum)
+	}
+	if (p.MinLength != nil && *p.MinLength < 0) || (p.MaxLength != nil && *p.MaxLength < 0) {
+		return fmt.Errorf("parameter %s: negative length bound", p.Name)
+	}
+	if isInt {
+		lo, hi := intRange(p.Type)
+		for _, b := range []*int64{p.Minimum, p.Maximum} {
+			if b != nil && (*b < lo || *b > hi) {
+				return fmt.Errorf("parameter %s: bound %d is out of range for %s", p.Name, *b, p.Type)
+			}
+		}
+	}
+	if p.Pattern != "" {
+		re, err := CompileAnchored(p.Pattern)
+		if err != nil {
+			return fmt.Errorf("parameter %s: pattern: %w", p.Name, err)
+		}
+		p.re = re
+	}
+	for rule := range p.Messages {
+		if !slices.Contains(allRules, rule) {
+			return fmt.Errorf("parameter %s: message for unknown rule %q", p.Name, rule)
+		}
+	}
+	if len(p.Enum) > 0 || p.Enum != nil {
+		if len(p.Enum) == 0 {
+			return fmt.Errorf("parameter %s: an empty enum allows no value", p.Name)
+		}
+		for _, e := range p.Enum {
+			if _, problem := p.Check(e); problem != "" {
+				return fmt.Errorf("parameter %s: enum value %q: %s", p.Name, e, problem)
+			}
+		}
+	}
+	if p.Default != nil {
+		if _, problem := p.Check(*p.Default); problem != "" {
+			return fmt.Errorf("parameter %s: default %q: %s", p.Name, *p.Default, problem)
+		}
+	}
+	return nil
+}
+
+var allRules = []Rule{RuleRequired, RuleType, RuleMinLength, RuleMaxLength, RulePattern, RuleEnum, RuleMinimum, RuleMaximum}
+
+// CompileAnchored compiles an RE2 expression so that it must match a whole value, the
+// meaning of a pattern in a parameter declaration: an unanchored match would accept any
+// value that merely contains a matching part.
+func CompileAnchored(expr string) (*regexp.Regexp, error) {
+	if _, err := regexp.Compile(expr); err != nil {
+		return nil, err // the message then quotes the expression as written
+	}
+	return regexp.Compile(`\A(?:` + expr + `)\z`)
+}
+
+// maxQuoted bounds how much of a bad value a message repeats: values can be long and
+// the message ends up in one row and in logs.
+const maxQuoted = 64
+
+// Quote quotes v for an error message, shortened to 64 bytes.
+func Quote(v string) string {
+	if len(v) <= maxQuoted {
+		return strconv.Quote(v)
+	}
+	return strconv.Quote(v[:maxQuoted]) + "..."
+}
+
+// Check checks a value that is present (even when empty) against every rule but
+// RuleRequired and returns the first rule it breaks with the SDK's description of the
+// problem, or "", "" when the value is acceptable. Integers outside Minimum..Maximum
+// pass when the parameter is Clamped.
+func (p *Parameter) Check(v string) (Rule, string) {
+	switch p.Type {
+	case TypeString:
+		if p.MinLength != nil && len(v) < *p.MinLength {
+			return RuleMinLength, fmt.Sprintf("shorter than minLength %d (%d bytes)", *p.MinLength, len(v))
+		}
+		if p.MaxLength != nil && len(v) > *p.MaxLength {
+			return RuleMaxLength, fmt.Sprintf("exceeds maxLength %d (%d bytes)", *p.MaxLength, len(v))
+		}
+		if p.Pattern != "" {
+			re := p.re
+			if re == nil { // a Parameter built by hand, not registered
+				var err error
+				if re, err = CompileAnchored(p.Pattern); err != nil {
+					return RulePattern, "the declared pattern is invalid: " + err.Error()
+				}
+			}
+			if !re.MatchString(v) {
+				return RulePattern, "does not match pattern " + p.Pattern
+			}
+		}
+	case TypeInt32, TypeInt64:
+		bits := 64
+		if p.Type == TypeInt32 {
+			bits = 32
+		}
+		n, err := strconv.ParseInt(v, 10, bits)
+		if errors.Is(err, strconv.ErrRange) {
+			return RuleType, fmt.Sprintf("%s is out of range for %s", Quote(v), p.Type)
+		}
+		if err != nil {
+			return RuleType, fmt.Sprintf("not a valid %s: %s", p.Type, Quote(v))
+		}
+		if !p.Clamped {
+			if p.Minimum != nil && n < *p.Minimum {
+				return RuleMinimum, fmt.Sprintf("%d is below minimum %d", n, *p.Minimum)
+			}
+			if p.Maximum != nil && n > *p.Maximum {
+				return RuleMaximum, fmt.Sprintf("%d is above maximum %d", n, *p.Maximum)
+			}
+		}
+	case TypeBool:
+		if v != "true" && v != "false" {
+			return RuleType, fmt.Sprintf("must be true or false (got %s)", Quote(v))
+		}
+	default:
+		return RuleType, fmt.Sprintf("declared with unknown type %q", p.Type)
+	}
+	if p.Enum != nil && !slices.Contains(p.Enum, v) {
+		return RuleEnum, fmt.Sprintf("must be one of %s (got %s)", strings.Join(p.Enum, ", "), Quote(v))
+	}
+	return "", ""
+}
+
+// message words a broken rule for the action's error row: the declared Message when
+// there is one, else the SDK's wording.
+func (p *Parameter) message(rule Rule, problem, value string) string {
+	if text, ok := p.Messages[rule]; ok {
+		return strings.NewReplacer("{name}", p.Name, "{value}", value).Replace(text)
+	}
+	if rule == RuleRequired {
+		return "missing required parameter: " + p.Name
+	}
+	return "parameter " + p.Name + ": " + problem
+}
+
+// checkParams checks the declared parameters in declaration order and returns the
+// error text of the first one that fails, or "".
+func checkParams(decl []Parameter, m map[string]string) string {
+	for i := range decl {
+		p := &decl[i]
+		v, present := m[p.Name]
+		if p.Required && v == "" {
+			return p.message(RuleRequired, "required", v)
+		}
+		if !present {
+			continue
+		}
+		if rule, problem := p.Check(v); rule != "" {
+			return p.message(rule, problem, v)
+		}
+	}
+	return ""
+}
+
+// intRange gives the inclusive range of an integer type.
+func intRange(t Type) (lo, hi int64) {
+	if t == TypeInt32 {
+		return math.MinInt32, math.MaxInt32
+	}
+	return math.MinInt64, math.MaxInt64
+}
+
+// Column is one field of a row after its kind.
+type Column struct {
+	Name string
+	Type Type
+}
+
+// RowKind declares one kind of row an action writes: its literal first field and the
+// columns after it.
+type RowKind struct {
+	Kind    string
+	Columns []Column
+}
+
+// parseColumns reads "name" and "name:type" column specs.
+func parseColumns(specs []string) ([]Column, error) {
+	cols := make([]Column, 0, len(specs))
+	for _, s := range specs {
+		name, typ, hasType := strings.Cut(s, ":")
+		c := Column{Name: name, Type: TypeString}
+		if hasType {
+			c.Type = Type(typ)
+		}
+		if name == "" || !c.Type.Valid() {
+			return nil, fmt.Errorf("column %q: want name or name:type with type string, int32, int64 or bool", s)
+		}
+		cols = append(cols, c)
+	}
+	return cols, nil
+}

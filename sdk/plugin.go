@@ -1,0 +1,247 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Action is a registered action: what the manifest says about it.
+type Action struct {
+	Name        string
+	Description string
+	Linux       OSSupport
+	Darwin      OSSupport
+	Windows     OSSupport
+	// Params are the declared parameters, in declaration order.
+	Params []Parameter
+	// Rows are the kinds of rows the action writes besides `error`.
+	Rows []RowKind
+	// Columns are the result columns as an InstructionDefinition lists them: the
+	// fields after the row kind. Unless set with Columns, they are the Rows' columns
+	// one after the other.
+	Columns []Column
+
+	handler    Handler
+	columnsSet bool
+	err        error // first problem met while applying the options
+}
+
+// Param returns the declared parameter called name and whether there is one.
+func (a *Action) Param(name string) (*Parameter, bool) {
+	for i := range a.Params {
+		if a.Params[i].Name == name {
+			return &a.Params[i], true
+		}
+	}
+	return nil, false
+}
+
+// OS returns the action's support on goos ("linux", "darwin" or "windows").
+func (a *Action) OS(goos string) OSSupport {
+	switch goos {
+	case "linux":
+		return a.Linux
+	case "darwin":
+		return a.Darwin
+	case "windows":
+		return a.Windows
+	}
+	return OSSupport{}
+}
+
+// ActionOption sets an optional property of an action.
+type ActionOption func(*Action)
+
+// Describe sets the action's description.
+func Describe(text string) ActionOption { return func(a *Action) { a.Description = text } }
+
+// Param declares a parameter of the action. The SDK checks it before the handler runs
+// and answers `error|<message>` with rc 1 when it fails; see ParamOption for the rules.
+func Param(name string, typ Type, description string, opts ...ParamOption) ActionOption {
+	return func(a *Action) {
+		p := Parameter{Name: name, Type: typ, Description: description}
+		for _, o := range opts {
+			o(&p)
+		}
+		if err := p.compile(); err != nil {
+			a.fail(err)
+			return
+		}
+		if _, dup := a.Param(name); dup {
+			a.fail(fmt.Errorf("parameter %s declared twice", name))
+			return
+		}
+		a.Params = append(a.Params, p)
+	}
+}
+
+// Row declares a kind of row the action writes: its literal first field and the names
+// of the fields after it, each "name" (a string) or "name:type" with type int32, int64
+// or bool. Declare kinds in the order the rows usually appear; `error` rows need no
+// declaration.
+func Row(kind string, columns ...string) ActionOption {
+	return func(a *Action) {
+		cols, err := parseColumns(columns)
+		if err != nil {
+			a.fail(fmt.Errorf("row %s: %w", kind, err))
+			return
+		}
+		if kind == "" || slices.ContainsFunc(a.Rows, func(r RowKind) bool { return r.Kind == kind }) {
+			a.fail(fmt.Errorf("row kind %q is empty or declared twice", kind))
+			return
+		}
+		a.Rows = append(a.Rows, RowKind{Kind: kind, Columns: cols})
+	}
+}
+
+// Columns sets the result columns an InstructionDefinition lists for the action, for
+// the rare action whose definition does not list its rows' columns one after the
+// other. Each is "name" or "name:type", as in Row.
+func Columns(columns ...string) ActionOption {
+	return func(a *Action) {
+		cols, err := parseColumns(columns)
+		if err != nil {
+			a.fail(err)
+			return
+		}
+		a.Columns, a.columnsSet = cols, true
+	}
+}
+
+// Supported declares the same support on Linux, macOS and Windows.
+func Supported(s OSSupport) ActionOption {
+	return func(a *Action) { a.Linux, a.Darwin, a.Windows = s, s, s }
+}
+
+// OnLinux declares the action's support on Linux.
+func OnLinux(s OSSupport) ActionOption { return func(a *Action) { a.Linux = s } }
+
+// OnDarwin declares the action's support on macOS.
+func OnDarwin(s OSSupport) ActionOption { return func(a *Action) { a.Darwin = s } }
+
+// OnWindows declares the action's support on Windows.
+func OnWindows(s OSSupport) ActionOption { return func(a *Action) { a.Windows = s } }
+
+func (a *Action) fail(err error) {
+	if a.err == nil {
+		a.err = err
+	}
+}
+
+// DefinitionFile is one YAML file of InstructionDefinitions a plugin ships.
+type DefinitionFile struct {
+	Name    string
+	Content []byte
+}
+
+// Plugin is a plugin's identity, its actions and the definitions it ships.
+type Plugin struct {
+	Name        string
+	Version     string
+	Description string
+
+	actions     []*Action
+	byName      map[string]*Action
+	definitions []DefinitionFile
+	configure   func(ctx context.Context, cfg Config) error
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
+
+// New returns a plugin with no actions. name is a short id of letters, digits and
+// underscores; the agent refuses any other.
+func New(name, version, description string) *Plugin {
+	return &Plugin{Name: name, Version: version, Description: description, byName: map[string]*Action{}}
+}
+
+// Handle registers an action. A broken registration (a name used twice, a nil handler,
+// a declaration that contradicts itself) panics: it is a programming error that the
+// plugin's first test run finds.
+func (p *Plugin) Handle(name string, h Handler, opts ...ActionOption) {
+	if _, dup := p.byName[name]; dup {
+		panic(fmt.Sprintf("sdk: action %q registered twice", name))
+	}
+	if h == nil {
+		panic(fmt.Sprintf("sdk: action %q has a nil handler", name))
+	}
+	a := &Action{Name: name, handler: h}
+	for _, o := range opts {
+		o(a)
+	}
+	if a.err != nil {
+		panic(fmt.Sprintf("sdk: action %q: %v", name, a.err))
+	}
+	if !a.columnsSet {
+		for _, r := range a.Rows {
+			a.Columns = append(a.Columns, r.Columns...)
+		}
+	}
+	p.actions = append(p.actions, a)
+	p.byName[name] = a
+}
+
+// Definitions ships the InstructionDefinitions in fsys with the plugin: every *.yaml
+// file at its root, in name order. Embed them with go:embed:
+//
+//	//go:embed definitions/*.yaml
+//	var definitions embed.FS
+//	...
+//	p.Definitions(definitions, "definitions")
+//
+// dir is the directory inside fsys that holds the files ("." for the root). The agent
+// reads them from the running plugin, so a plugin and its definitions always ship and
+// version together. Reading them panics on error: an embedded file system cannot fail.
+func (p *Plugin) Definitions(fsys fs.FS, dir string) {
+	names, err := fs.Glob(fsys, path.Join(dir, "*.yaml"))
+	if err != nil {
+		panic("sdk: definitions: " + err.Error())
+	}
+	if len(names) == 0 {
+		panic(fmt.Sprintf("sdk: definitions: no *.yaml files in %q", dir))
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		data, err := fs.ReadFile(fsys, n)
+		if err != nil {
+			panic("sdk: definitions: " + err.Error())
+		}
+		p.definitions = append(p.definitions, DefinitionFile{Name: path.Base(n), Content: data})
+	}
+}
+
+// OnConfigure sets a function called when the agent configures the plugin, before
+// any command. An error fails the plugin's start; the agent reports it.
+func (p *Plugin) OnConfigure(f func(ctx context.Context, cfg Config) error) { p.configure = f }
+
+// DefinitionFiles returns the definition files the plugin ships.
+func (p *Plugin) DefinitionFiles() []DefinitionFile {
+	return slices.Clone(p.definitions)
+}
+
+// Actions returns the registered actions in registration order.
+func (p *Plugin) Actions() []Action {
+	out := make([]Action, len(p.actions))
+	for i, a := range p.actions {
+		out[i] = *a
+	}
+	return out
+}
+
+// Validate reports what is wrong with the plugin's identity, if anything.
+func (p *Plugin) Validate() error {
+	if !nameRE.MatchString(p.Name) {
+		return fmt.Errorf("plugin name %q: want 1-64 letters, digits or underscores", p.Name)
+	}
+	if strings.TrimSpace(p.Version) == "" {
+		return fmt.Errorf("plugin %s: empty version", p.Name)
+	}
+	if len(p.actions) == 0 {
+		return fmt.Errorf("plugin %s: no actions", p.Name)
+	}
+	return nil
+}

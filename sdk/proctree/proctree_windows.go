@@ -1,0 +1,117 @@
+package proctree
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/windows"
+)
+
+func prepare(cmd *exec.Cmd, _ bool) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	// Its own console process group: console control events meant for the agent do
+	// not reach it.
+	cmd.SysProcAttr.CreationFlags |= syscall.CREATE_NEW_PROCESS_GROUP
+}
+
+type sysGroup struct {
+	mu  sync.Mutex
+	job windows.Handle
+}
+
+func newKillOnCloseJob() (windows.Handle, error) {
+	job, err := windows.CreateJobObject(nil, nil)
+	if err != nil {
+		return 0, err
+	}
+	info := windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION{
+		BasicLimitInformation: windows.JOBOBJECT_BASIC_LIMIT_INFORMATION{
+			LimitFlags: windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+		},
+	}
+	if _, err := windows.SetInformationJobObject(job, windows.JobObjectExtendedLimitInformation,
+		uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
+		_ = windows.CloseHandle(job)
+		return 0, err
+	}
+	return job, nil
+}
+
+func attach(p *os.Process) (*sysGroup, error) {
+	job, err := newKillOnCloseJob()
+	if err != nil {
+		return nil, err
+	}
+	h, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, uint32(p.Pid))
+	if err != nil {
+		_ = windows.CloseHandle(job)
+		return nil, err
+	}
+	defer windows.CloseHandle(h)
+	if err := windows.AssignProcessToJobObject(job, h); err != nil {
+		_ = windows.CloseHandle(job)
+		return nil, err
+	}
+	return &sysGroup{job: job}, nil
+}
+
+func (g *sysGroup) kill(p *os.Process) error {
+	g.mu.Lock()
+	job := g.job
+	g.mu.Unlock()
+	if job != 0 {
+		if err := windows.TerminateJobObject(job, 1); err == nil {
+			return nil
+		}
+	}
+	if err := p.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	return nil
+}
+
+func (g *sysGroup) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.job != 0 {
+		_ = windows.CloseHandle(g.job)
+		g.job = 0
+	}
+}
+
+// BecomeSubreaper is not available on Windows; TieToSelf covers the same need.
+func BecomeSubreaper() error { return ErrUnsupported }
+
+var selfJob windows.Handle
+
+// TieToSelf puts the calling process in a kill-on-close job object whose only handle
+// it keeps for the rest of its life. Every process it starts from then on, and every
+// process those start, belongs to the job too, so when the caller dies for any reason
+// (including being killed) Windows closes the handle and ends them all.
+func TieToSelf() error {
+	if selfJob != 0 {
+		return nil
+	}
+	job, err := newKillOnCloseJob()
+	if err != nil {
+		return err
+	}
+	if err := windows.AssignProcessToJobObject(job, windows.CurrentProcess()); err != nil {
+		_ = windows.CloseHandle(job)
+		return err
+	}
+	selfJob = job
+	return nil
+}
+
+// KillDescendants is not needed on Windows: job objects end whole trees.
+func KillDescendants(int) {}
+
+// Descendants is not implemented on Windows: job objects end whole trees.
+func Descendants(int) []int { return nil }

@@ -1,0 +1,96 @@
+// Package safefile opens and reads files that someone else may control. The agent runs
+// as root, and a local user who can write to a directory it reads from can put a
+// symbolic link, a FIFO, a device or a huge file where a small regular file belongs;
+// each would make a naive read leak another file, hang or run out of memory.
+//
+// Open never follows a symbolic link in the last component, never blocks on a FIFO,
+// and checks on the open descriptor (not on a separate stat) that it holds a regular
+// file; ReadFile adds a size bound. Owned and Trusted check who may have written a
+// file or directory.
+package safefile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+)
+
+// ErrTooLarge is wrapped by ReadFile when a file is over its bound.
+var ErrTooLarge = errors.New("file too large")
+
+// ErrNotRegular is wrapped when a path is not a regular file (a FIFO, a device, a
+// socket, a directory or a symbolic link).
+var ErrNotRegular = errors.New("not a regular file")
+
+// Open opens path read-only for reading a regular file: without following a symbolic
+// link at path itself, without blocking if it is a FIFO, and then checks with fstat that
+// the open file is a regular file. The error names the path and says what was wrong.
+// A missing file gives an error wrapping fs.ErrNotExist.
+func Open(path string) (*os.File, fs.FileInfo, error) {
+	f, err := openNoFollow(path)
+	if err != nil {
+		if isSymlinkErr(err) {
+			return nil, nil, fmt.Errorf("%s is a symbolic link: %w", path, ErrNotRegular)
+		}
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s is %s: %w", path, Describe(fi.Mode()), ErrNotRegular)
+	}
+	return f, fi, nil
+}
+
+// ReadFile reads a whole regular file of at most limit bytes, opened as Open does.
+func ReadFile(path string, limit int64) ([]byte, error) {
+	f, fi, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadAll(f, fi, limit)
+}
+
+// ReadAll reads what is left of an open file of at most limit bytes. fi is the file's
+// stat (for the error message and the first size check); the read itself is bounded
+// too, because the file can grow after the stat.
+func ReadAll(f *os.File, fi fs.FileInfo, limit int64) ([]byte, error) {
+	if fi.Size() > limit {
+		return nil, fmt.Errorf("%s is %d bytes, over the %d-byte limit: %w", f.Name(), fi.Size(), limit, ErrTooLarge)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s grew over the %d-byte limit while being read: %w", f.Name(), limit, ErrTooLarge)
+	}
+	return data, nil
+}
+
+// Describe names the kind of file a mode stands for, for error messages: "a directory",
+// "a symbolic link", "a FIFO", "a socket", "a device", "a regular file".
+func Describe(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&(fs.ModeDevice|fs.ModeCharDevice) != 0:
+		return "a device"
+	case m.IsRegular():
+		return "a regular file"
+	}
+	return "not a regular file"
+}
