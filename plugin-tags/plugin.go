@@ -2,10 +2,11 @@ package main
 
 import (
 	"context"
+	"embed"
 	"errors"
-	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/yuzugo/yuzu/sdk"
@@ -13,18 +14,11 @@ import (
 	"github.com/yuzugo/yuzu/plugin-tags/internal/store"
 )
 
-// Identity, as upstream (CONTRACT 5.0).
+// Identity, as upstream.
 const (
 	pluginName        = "tags"
 	pluginVersion     = "0.1.0"
 	pluginDescription = "Device tagging — set, get, delete, list tags for scope evaluation"
-)
-
-// Limits checked by set, in bytes, as upstream. The key message says "characters"
-// because upstream's does, although it counts bytes.
-const (
-	maxKeyBytes   = 64
-	maxValueBytes = 448
 )
 
 // Provenances of the CONSTRAINED / PARTIAL answers.
@@ -33,10 +27,15 @@ const (
 	provLoadFailed    = "tags:load_failed"
 )
 
-// keyRE is the key rule of the upstream definition and server. Upstream's plugin left
-// it to the server, which drops a bad key silently at Register; we refuse it at set
-// (DECISIONS 14).
-var keyRE = regexp.MustCompile(`^[a-zA-Z0-9_.:-]+$`)
+// keyPattern is the key rule of the definition and the fleet server. Upstream's plugin
+// left it to the server, which drops a bad key silently at Register; we refuse it at
+// set (docs/tags.md).
+const keyPattern = `^[a-zA-Z0-9_.:\-]+$`
+
+// definitions are the device.tags.* InstructionDefinitions, shipped inside the binary.
+//
+//go:embed definitions/*.yaml
+var definitions embed.FS
 
 // tagsPlugin holds the store the agent's configuration points at.
 type tagsPlugin struct {
@@ -44,18 +43,37 @@ type tagsPlugin struct {
 	store *store.Store
 }
 
+// keyParam declares the key every keyed action takes. The limits count bytes; the
+// message says "characters" because upstream's does.
+func keyParam(extra ...sdk.ParamOption) sdk.ActionOption {
+	opts := append([]sdk.ParamOption{sdk.Required(), sdk.MaxLength(64),
+		sdk.Message(sdk.RuleMaxLength, "key exceeds 64 characters")}, extra...)
+	return sdk.Param("key", sdk.TypeString, "Tag key, at most 64 bytes", opts...)
+}
+
 func newPlugin() *sdk.Plugin {
 	tp := &tagsPlugin{store: store.Open(context.Background(), "", nil)}
 	p := sdk.New(pluginName, pluginVersion, pluginDescription)
 	p.OnConfigure(tp.configure)
-	leg := sdk.Supported(sdk.OSLeg{Support: sdk.SupportSupported, Rung: 1, Mechanism: "local_json_store"})
-	p.Handle("set", tp.set, sdk.Describe("Sets a tag: key (at most 64 bytes, [a-zA-Z0-9_.:-]) to value (at most 448 bytes)"), leg)
-	p.Handle("get", tp.get, sdk.Describe("Returns one tag's value; an unset key gives an empty value"), leg)
-	p.Handle("get_all", tp.getAll, sdk.Describe("Lists every tag, sorted by key, then the count"), leg)
-	p.Handle("delete", tp.delete, sdk.Describe("Deletes a tag and says whether it existed"), leg)
-	p.Handle("check", tp.check, sdk.Describe("Says whether a tag exists"), leg)
-	p.Handle("clear", tp.clear, sdk.Describe("Deletes every tag and says how many there were"), leg)
-	p.Handle("count", tp.count, sdk.Describe("Returns the number of tags"), leg)
+	support := sdk.Supported(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "local_json_store"})
+	p.Handle("set", tp.set, sdk.Describe("Sets a tag: key (at most 64 bytes, [a-zA-Z0-9_.:-]) to value (at most 448 bytes)"),
+		keyParam(sdk.Pattern(keyPattern), sdk.Message(sdk.RulePattern, "invalid key: {value}")),
+		sdk.Param("value", sdk.TypeString, "Tag value, at most 448 bytes; absent means empty", sdk.MaxLength(448),
+			sdk.Message(sdk.RuleMaxLength, "value exceeds 448 bytes")),
+		sdk.Row("tag_set", "key", "value"), support)
+	p.Handle("get", tp.get, sdk.Describe("Returns one tag's value; an unset key gives an empty value"),
+		keyParam(), sdk.Row("tag", "key", "value"), support)
+	p.Handle("get_all", tp.getAll, sdk.Describe("Lists every tag, sorted by key, then the count"),
+		sdk.Row("tag", "key", "value"), sdk.Row("count", "count:int32"), support)
+	p.Handle("delete", tp.delete, sdk.Describe("Deletes a tag and says whether it existed"),
+		keyParam(), sdk.Row("tag_deleted", "key", "found:bool"), support)
+	p.Handle("check", tp.check, sdk.Describe("Says whether a tag exists"),
+		keyParam(), sdk.Row("tag_exists", "key", "exists:bool"), support)
+	p.Handle("clear", tp.clear, sdk.Describe("Deletes every tag and says how many there were"),
+		sdk.Row("tags_cleared", "cleared_count:int32"), support)
+	p.Handle("count", tp.count, sdk.Describe("Returns the number of tags"),
+		sdk.Row("count", "count:int32"), support)
+	p.Definitions(definitions, "definitions")
 	return p
 }
 
@@ -89,20 +107,29 @@ func (tp *tagsPlugin) update(ctx context.Context, req *sdk.Request, out *sdk.Out
 	return finish(req, out, st, err)
 }
 
-// finish maps the store's answer onto the result. An unreadable store is an error
-// (its rows were not written: fn did not run). A failed load wins over a failed
-// write: the store is in the load_failed state until a write succeeds, so a
-// load_failed mutation also says its write failed.
+// finish maps the store's answer onto the result. An unreadable store and a refused
+// change are errors (their rows were not written: fn did not run, or its result was
+// dropped), logged as well so the agent's log tells which file was refused. A failed
+// load wins over a failed write: the store is in the load_failed state until a write
+// by a later call succeeds, so a load_failed mutation may also have failed its write
+// (the log line says so).
 func finish(req *sdk.Request, out *sdk.Output, st store.State, err error) sdk.Result {
-	var unreadable *store.UnreadableError
+	var (
+		unreadable *store.UnreadableError
+		full       *store.FullError
+	)
 	switch {
 	case errors.As(err, &unreadable):
+		logWarn(req, "tags: store unreadable: "+unreadable.Error())
 		return out.Fail("tags store unreadable: " + unreadable.Error())
+	case errors.As(err, &full):
+		logWarn(req, "tags: change refused: "+full.Error())
+		return out.Fail(full.Error())
 	case err != nil:
 		return out.Fail(err.Error())
 	}
-	if st.PersistErr != nil && req.Log != nil {
-		req.Log.Warn("tags: state not persisted: " + st.PersistErr.Error())
+	if st.PersistErr != nil {
+		logWarn(req, "tags: state not persisted: "+st.PersistErr.Error())
 	}
 	switch {
 	case st.LoadFailed:
@@ -110,57 +137,42 @@ func finish(req *sdk.Request, out *sdk.Output, st store.State, err error) sdk.Re
 	case st.PersistErr != nil:
 		return sdk.Constrained(provPersistFailed)
 	}
-	return sdk.OK()
+	return sdk.Undeclared()
 }
 
-// requiredKey returns the key parameter, or false after writing the error row.
-func requiredKey(req *sdk.Request, out *sdk.Output) (string, bool) {
-	key, err := req.Params.Required("key")
-	if err != nil {
-		out.Error(err.Error())
-		return "", false
+// logWarn writes msg on the command's log, which the agent keeps.
+func logWarn(req *sdk.Request, msg string) {
+	if req.Log != nil {
+		req.Log.Warn(msg)
 	}
-	return key, true
 }
 
-func (tp *tagsPlugin) set(ctx context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
-	key, ok := requiredKey(req, out)
-	if !ok {
-		return sdk.Failed()
-	}
-	if len(key) > maxKeyBytes {
-		return out.Failf("key exceeds %d characters", maxKeyBytes)
-	}
-	if !keyRE.MatchString(key) {
-		return out.Fail("invalid key: " + key)
-	}
-	value := req.Params.Get("value", "")
-	if len(value) > maxValueBytes {
-		return out.Failf("value exceeds %d bytes", maxValueBytes)
-	}
+// The SDK has checked the declared parameters before any handler runs: key is present,
+// not empty and within its limits (set: and of the allowed characters), value within
+// its limit.
+
+func (tp *tagsPlugin) set(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
+	key, value := req.Params.Get("key", ""), req.Params.Get("value", "")
 	// Rows are written after the store answered, so an unreadable store gives only
 	// its error row.
 	res := tp.update(ctx, req, out, func(tags map[string]string) { tags[key] = value })
 	if res.Code == 0 {
 		out.Row("tag_set", key, value)
 	}
-	return res
+	return res, nil
 }
 
-func (tp *tagsPlugin) get(ctx context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
-	key, ok := requiredKey(req, out)
-	if !ok {
-		return sdk.Failed()
-	}
+func (tp *tagsPlugin) get(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
+	key := req.Params.Get("key", "")
 	var value string
 	res := tp.read(ctx, req, out, func(tags map[string]string) { value = tags[key] })
 	if res.Code == 0 {
 		out.Row("tag", key, value)
 	}
-	return res
+	return res, nil
 }
 
-func (tp *tagsPlugin) getAll(ctx context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
+func (tp *tagsPlugin) getAll(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	type tag struct{ key, value string }
 	var all []tag
 	res := tp.read(ctx, req, out, func(tags map[string]string) {
@@ -169,30 +181,19 @@ func (tp *tagsPlugin) getAll(ctx context.Context, req *sdk.Request, out *sdk.Out
 		}
 	})
 	if res.Code != 0 {
-		return res
+		return res, nil
 	}
 	// Upstream iterates a hash map; sorting by key makes the answer deterministic.
-	slices.SortFunc(all, func(a, b tag) int {
-		switch {
-		case a.key < b.key:
-			return -1
-		case a.key > b.key:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(all, func(a, b tag) int { return strings.Compare(a.key, b.key) })
 	for _, t := range all {
 		out.Row("tag", t.key, t.value)
 	}
 	out.Row("count", strconv.Itoa(len(all)))
-	return res
+	return res, nil
 }
 
-func (tp *tagsPlugin) delete(ctx context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
-	key, ok := requiredKey(req, out)
-	if !ok {
-		return sdk.Failed()
-	}
+func (tp *tagsPlugin) delete(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
+	key := req.Params.Get("key", "")
 	var found bool
 	res := tp.update(ctx, req, out, func(tags map[string]string) {
 		_, found = tags[key]
@@ -201,23 +202,20 @@ func (tp *tagsPlugin) delete(ctx context.Context, req *sdk.Request, out *sdk.Out
 	if res.Code == 0 {
 		out.Row("tag_deleted", key, strconv.FormatBool(found))
 	}
-	return res
+	return res, nil
 }
 
-func (tp *tagsPlugin) check(ctx context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
-	key, ok := requiredKey(req, out)
-	if !ok {
-		return sdk.Failed()
-	}
+func (tp *tagsPlugin) check(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
+	key := req.Params.Get("key", "")
 	var found bool
 	res := tp.read(ctx, req, out, func(tags map[string]string) { _, found = tags[key] })
 	if res.Code == 0 {
 		out.Row("tag_exists", key, strconv.FormatBool(found))
 	}
-	return res
+	return res, nil
 }
 
-func (tp *tagsPlugin) clear(ctx context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
+func (tp *tagsPlugin) clear(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	var n int
 	res := tp.update(ctx, req, out, func(tags map[string]string) {
 		n = len(tags)
@@ -226,14 +224,14 @@ func (tp *tagsPlugin) clear(ctx context.Context, req *sdk.Request, out *sdk.Outp
 	if res.Code == 0 {
 		out.Row("tags_cleared", strconv.Itoa(n))
 	}
-	return res
+	return res, nil
 }
 
-func (tp *tagsPlugin) count(ctx context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
+func (tp *tagsPlugin) count(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	var n int
 	res := tp.read(ctx, req, out, func(tags map[string]string) { n = len(tags) })
 	if res.Code == 0 {
 		out.Row("count", strconv.Itoa(n))
 	}
-	return res
+	return res, nil
 }

@@ -81,7 +81,7 @@ func TestManifest(t *testing.T) {
 	if len(m.Actions) != len(want) {
 		t.Fatalf("actions: %+v", m.Actions)
 	}
-	leg := sdk.OSLeg{Support: sdk.SupportSupported, Rung: 1, Mechanism: "local_json_store"}
+	leg := sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "local_json_store"}
 	for i, a := range m.Actions {
 		if a.Name != want[i] {
 			t.Errorf("action %d = %q, want %q", i, a.Name, want[i])
@@ -89,7 +89,7 @@ func TestManifest(t *testing.T) {
 		if a.Description == "" {
 			t.Errorf("%s: no description", a.Name)
 		}
-		for os, got := range map[string]sdk.OSLeg{"linux": a.Linux, "darwin": a.Darwin, "windows": a.Windows} {
+		for os, got := range map[string]sdk.OSSupport{"linux": a.Linux, "darwin": a.Darwin, "windows": a.Windows} {
 			if got != leg {
 				t.Errorf("%s on %s: %+v, want %+v", a.Name, os, got, leg)
 			}

@@ -13,7 +13,7 @@ import (
 var ErrCorrupt = errors.New("corrupt tags file")
 
 // Decode parses the content of a tags.json file: one flat JSON object whose values are
-// all strings. Anything else is corrupt (DECISIONS 23): upstream skipped non-string
+// all strings. Anything else is corrupt: upstream skipped non-string
 // values and loaded garbage as an empty store, which let the next write destroy data
 // nobody had looked at. Invalid UTF-8 is corrupt too, because encoding/json would
 // silently replace it and the next write would lose the original bytes. When a key
@@ -46,7 +46,7 @@ func Decode(data []byte) (map[string]string, error) {
 	return tags, nil
 }
 
-// Encode renders tags the way upstream writes tags.json (DECISIONS 16): one flat
+// Encode renders tags the way upstream writes tags.json: one flat
 // object, keys sorted, 2-space indent, `": "` between key and value, no trailing
 // newline, `{}` for an empty map. HTML characters (<, >, &) are kept as they are so
 // the file stays readable and byte-identical to upstream's for the same tags.

@@ -2,9 +2,7 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"time"
 )
@@ -25,14 +23,11 @@ const (
 
 // acquireLock opens (creating it when needed) the lock file at path and waits for an
 // exclusive lock on it until ctx ends. Polling a non-blocking lock, rather than a
-// blocking call, lets the command's deadline and cancellation end the wait.
+// blocking call, lets the command's deadline and cancellation end the wait. The lock
+// file is opened like the store file: never through a symbolic link, never blocking,
+// and only when it is a regular file of ours.
 func acquireLock(ctx context.Context, path string) (*fileLock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666)
-	if errors.Is(err, fs.ErrPermission) || isReadOnlyFS(err) {
-		// A lock file created by another user (say, root's agent) may not be writable
-		// for us; a read-only descriptor is enough to lock it.
-		f, err = os.Open(path)
-	}
+	f, err := openLockFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}

@@ -29,5 +29,3 @@ func tryLock(f *os.File) (bool, error) {
 }
 
 func unlock(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_UN) }
-
-func isReadOnlyFS(err error) bool { return errors.Is(err, unix.EROFS) }

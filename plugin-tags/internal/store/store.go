@@ -1,18 +1,25 @@
 // Package store keeps the tags plugin's key/value map and its file, <data dir>/tags.json.
 //
 // The map lives in memory and every mutation rewrites the whole file atomically
-// (sdk/atomicfile), as upstream does. On top of upstream (DECISIONS 15 and 23):
+// (sdk/atomicfile), as upstream does. On top of upstream (see docs/tags.md):
 //
 //   - a corrupt tags.json (not JSON, not an object, a value that is not a string) is
 //     never overwritten: it is renamed to tags.json.corrupt-<UTC time>, the store
-//     starts empty and every answer carries LoadFailed until this process next writes
-//     the file successfully;
-//   - a tags.json that exists but cannot be read is never overwritten either: every
-//     call returns an *UnreadableError, and the next call tries again;
+//     starts empty and answers carry LoadFailed from the call that found it until the
+//     first successful write by a later call;
+//   - a tags.json that exists but cannot be read, or is not a regular file of our own
+//     (a symbolic link, a FIFO, a socket, a directory, a file of another owner or with
+//     other hard links) is never overwritten or followed either: every call returns an
+//     *UnreadableError, and the next call tries again;
+//   - a mutation that would make tags.json larger than the store reads back is refused
+//     with a *FullError and changes nothing;
 //   - several processes may share the data dir: a mutation holds an exclusive advisory
 //     lock on tags.json.lock, re-reads tags.json if its content changed, applies the
 //     change and rewrites the file, so no update is lost; a read re-reads the file
-//     when a stat shows it changed.
+//     when an lstat shows it changed;
+//   - files and directories the store creates are private to its user: tags.json and
+//     the lock file 0600, a data dir 0700, whatever the umask; temp files a crashed
+//     write left behind are removed when the store is opened.
 //
 // A path that cannot hold the file (a parent is a regular file, the data dir cannot be
 // searched or written) is not an error when reading: the store is simply empty, and
@@ -26,6 +33,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -48,23 +56,36 @@ const LockSuffix = ".lock"
 // 20060102T150405Z, to name a corrupt file moved aside.
 const CorruptInfix = ".corrupt-"
 
-// MaxFileBytes bounds the tags.json this store will read. Upstream caps a value at 448
-// bytes and a key at 64; a file this large is not one we wrote, and reading it whole
-// could exhaust memory, so it is reported unreadable (and left alone) instead.
+// MaxFileBytes bounds the tags.json this store will read, and so the one it will
+// write. Upstream caps a value at 448 bytes and a key at 64; a file this large is not
+// one a normal tag set produces, and reading it whole could exhaust memory, so a larger
+// file is reported unreadable (and left alone) and a change that would produce one is
+// refused.
 const MaxFileBytes = 16 << 20
+
+// Modes of what the store creates. Tags steer fleet targeting and the agent usually
+// runs as root, so nobody else may read or change them, whatever the umask.
+const (
+	fileMode = 0o600
+	dirMode  = 0o700
+)
+
+// maxPending bounds the warnings kept for a logger that has not come yet.
+const maxPending = 64
 
 // State is what a call reports beyond its answer.
 type State struct {
-	// LoadFailed is set while a corrupt tags.json has been moved aside and this
-	// process has not yet written the file successfully since.
+	// LoadFailed is set when a corrupt tags.json was moved aside and no successful
+	// write has happened since the call that found it (that call included).
 	LoadFailed bool
 	// PersistErr is set when a mutation changed the map in memory but could not
 	// write tags.json.
 	PersistErr error
 }
 
-// UnreadableError means tags.json exists but could not be read (or is corrupt and could
-// not be moved aside). The store refuses to act on it so the file is never overwritten.
+// UnreadableError means tags.json exists but could not be read, is not a regular file
+// owned by this process's user, or is corrupt and could not be moved aside. The store
+// refuses to act on it so the file is never overwritten or followed.
 type UnreadableError struct {
 	Err error
 }
@@ -74,6 +95,17 @@ func (e *UnreadableError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the underlying error.
 func (e *UnreadableError) Unwrap() error { return e.Err }
+
+// FullError means a mutation was refused because tags.json would have grown larger
+// than Limit bytes, which the store would then refuse to read. Nothing was changed.
+type FullError struct {
+	Limit int
+}
+
+// Error says why the change was refused; it is the whole message the plugin prints.
+func (e *FullError) Error() string {
+	return fmt.Sprintf("tags store full: the change would make %s larger than %d bytes", FileName, e.Limit)
+}
 
 // Option changes how Open builds a Store.
 type Option func(*Store)
@@ -88,11 +120,14 @@ type Store struct {
 	path     string // empty: memory only, no file
 	lockPath string
 	now      func() time.Time
+	maxBytes int // MaxFileBytes; tests lower it
 
 	tags       map[string]string
 	seen       snapshot // tags.json as the map last matched it
 	loadFailed bool
+	reported   bool // an answer has carried LoadFailed since the corrupt file was found
 	unreadable error
+	pending    []notice // warnings found without a logger
 }
 
 // snapshot is tags.json as read at one moment.
@@ -101,12 +136,20 @@ type snapshot struct {
 	data []byte
 }
 
-// Open returns the store for dataDir and loads tags.json from it. An empty dataDir
-// gives a memory-only store that never touches the disk, as upstream does when the
-// agent configures no data dir. Problems reading the file do not fail Open: they are
-// reported by every later call (see Read and Update). log may be nil.
+// notice is a warning waiting for a logger.
+type notice struct {
+	msg  string
+	args []any
+}
+
+// Open returns the store for dataDir: it removes temp files an interrupted write left
+// beside tags.json, then loads tags.json. An empty dataDir gives a memory-only store
+// that never touches the disk, as upstream does when the agent configures no data
+// dir. Problems reading the file do not fail Open: they are reported by every later
+// call (see Read and Update). log may be nil; warnings (a corrupt file moved aside,
+// leftovers removed) are then logged by the first later call given a logger.
 func Open(ctx context.Context, dataDir string, log hclog.Logger, opts ...Option) *Store {
-	s := &Store{tags: map[string]string{}, now: time.Now}
+	s := &Store{tags: map[string]string{}, now: time.Now, maxBytes: MaxFileBytes}
 	for _, o := range opts {
 		o(s)
 	}
@@ -117,8 +160,9 @@ func Open(ctx context.Context, dataDir string, log hclog.Logger, opts ...Option)
 	s.lockPath = s.path + LockSuffix
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.refresh(ctx, orNull(log), false); err != nil {
-		orNull(log).Warn("tags: store unreadable", "path", s.path, "error", err)
+	s.removeStale(ctx, log)
+	if err := s.refresh(ctx, log, false); err != nil && log != nil {
+		log.Warn("tags: store unreadable", "path", s.path, "error", err)
 	}
 	return s
 }
@@ -126,88 +170,177 @@ func Open(ctx context.Context, dataDir string, log hclog.Logger, opts ...Option)
 // Path returns the store file's path, or "" for a memory-only store.
 func (s *Store) Path() string { return s.path }
 
-// Read brings the map up to date with tags.json when a stat shows the file changed,
+// Read brings the map up to date with tags.json when an lstat shows the file changed,
 // then calls fn with the map. fn must not keep or change the map.
 func (s *Store) Read(ctx context.Context, log hclog.Logger, fn func(tags map[string]string)) (State, error) {
-	log = orNull(log)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.flush(log)
 	if s.path != "" {
 		if err := s.refresh(ctx, log, false); err != nil {
 			return State{}, &UnreadableError{Err: err}
 		}
 	}
 	fn(s.tags)
-	return State{LoadFailed: s.loadFailed}, nil
+	return s.answer(nil), nil
 }
 
-// Update applies fn to the map and rewrites tags.json, always, even when fn changed
-// nothing (upstream rewrites after every set, delete and clear). While it works it
-// holds the lock file, and it first re-reads tags.json if another process changed it.
+// Update applies fn to a copy of the map and, unless the result is too large
+// (*FullError: nothing changes), makes it the map and rewrites tags.json, always, even
+// when fn changed nothing (upstream rewrites after every set, delete and clear). While
+// it works it holds the lock file, and it first re-reads tags.json if another process
+// changed it.
 //
 // A write that fails leaves the change in memory and reports it in State.PersistErr.
 // Without the lock no write is attempted (it could lose another process's update);
 // that too is a PersistErr. An unreadable tags.json stops the update before fn runs.
 func (s *Store) Update(ctx context.Context, log hclog.Logger, fn func(tags map[string]string)) (State, error) {
-	log = orNull(log)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.flush(log)
 	if s.path == "" {
 		fn(s.tags)
 		return State{}, nil
 	}
-	lock, err := s.lock(ctx)
-	if err != nil {
-		if rerr := s.refresh(ctx, log, false); rerr != nil {
-			return State{}, &UnreadableError{Err: rerr}
-		}
-		fn(s.tags)
-		return State{LoadFailed: s.loadFailed, PersistErr: err}, nil
+	lock, lockErr := s.lock(ctx)
+	if lockErr == nil {
+		defer lock.release()
 	}
-	defer lock.release()
-	if err := s.refresh(ctx, log, true); err != nil {
+	if err := s.refresh(ctx, log, lockErr == nil); err != nil {
 		return State{}, &UnreadableError{Err: err}
 	}
-	fn(s.tags)
-	data, err := Encode(s.tags)
-	if err == nil {
-		err = atomicfile.Write(s.path, data)
+	next, data, err := s.apply(fn)
+	if err != nil {
+		return State{}, err
 	}
+	s.tags = next
+	if lockErr != nil {
+		return s.answer(lockErr), nil
+	}
+	err = atomicfile.WriteMode(s.path, data, fileMode)
 	var dirSync *atomicfile.DirSyncError
 	if errors.As(err, &dirSync) {
 		// The new content is in place; only its durability across a power cut is
 		// in doubt, so this is a warning, as upstream treats it.
-		log.Warn("tags: "+err.Error(), "path", s.path)
+		s.warn(log, "tags: "+err.Error(), "path", s.path)
 		err = nil
 	}
 	if err != nil {
-		return State{LoadFailed: s.loadFailed, PersistErr: err}, nil
+		return s.answer(err), nil
 	}
-	s.loadFailed = false
-	if info, err := os.Stat(s.path); err == nil {
+	if info, err := os.Lstat(s.path); err == nil {
 		s.seen = snapshot{info: info, data: data}
 	} else {
 		s.seen = snapshot{}
 	}
-	return State{}, nil
+	if s.loadFailed && s.reported {
+		// An earlier answer told of the corrupt file; this write ends the state.
+		s.loadFailed = false
+		return State{}, nil
+	}
+	// The corrupt file was found by this call (or at Open, and nobody has been told
+	// yet): the write succeeded, but the tags that were lost must still be reported,
+	// by this answer and the next ones until another write succeeds.
+	return s.answer(nil), nil
 }
 
-// lock makes sure the data dir exists and takes the lock file.
+// apply runs fn on a copy of the map and encodes the result, refusing it when the
+// file would be larger than the store reads back.
+func (s *Store) apply(fn func(map[string]string)) (map[string]string, []byte, error) {
+	next := maps.Clone(s.tags)
+	fn(next)
+	data, err := Encode(next)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(data) > s.maxBytes {
+		return nil, nil, &FullError{Limit: s.maxBytes}
+	}
+	return next, data, nil
+}
+
+// answer returns the state of a call that completes with persistErr, and records that
+// a LoadFailed it carries has been reported.
+func (s *Store) answer(persistErr error) State {
+	if s.loadFailed {
+		s.reported = true
+	}
+	return State{LoadFailed: s.loadFailed, PersistErr: persistErr}
+}
+
+// warn logs a warning on log, or keeps it for the next call with a logger when log is
+// nil (Open at configure time gets none).
+func (s *Store) warn(log hclog.Logger, msg string, args ...any) {
+	if log != nil {
+		log.Warn(msg, args...)
+		return
+	}
+	if len(s.pending) < maxPending {
+		s.pending = append(s.pending, notice{msg: msg, args: args})
+	}
+}
+
+// flush logs the warnings kept for lack of a logger.
+func (s *Store) flush(log hclog.Logger) {
+	if log == nil {
+		return
+	}
+	for _, n := range s.pending {
+		log.Warn(n.msg, n.args...)
+	}
+	s.pending = nil
+}
+
+// lock makes sure the data dir exists (creating it 0700) and takes the lock file.
 func (s *Store) lock(ctx context.Context) (*fileLock, error) {
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o777); err != nil {
+	if err := atomicfile.MkdirAll(filepath.Dir(s.path), dirMode); err != nil {
 		return nil, err
 	}
 	return acquireLock(ctx, s.lockPath)
 }
 
+// removeStale deletes the temp files that writes interrupted by a crash left beside
+// tags.json. A temp file of a write in progress looks the same, so this happens under
+// the lock, which every writer holds; it is only taken when there is something to
+// remove, so opening a clean store creates nothing.
+func (s *Store) removeStale(ctx context.Context, log hclog.Logger) {
+	entries, err := os.ReadDir(filepath.Dir(s.path))
+	if err != nil {
+		return
+	}
+	found := false
+	for _, e := range entries {
+		if atomicfile.IsTempName(FileName, e.Name()) {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return
+	}
+	lock, err := s.lock(ctx)
+	if err != nil {
+		s.warn(log, "tags: leftover temp files not removed: "+err.Error(), "path", s.path)
+		return
+	}
+	defer lock.release()
+	removed, err := atomicfile.RemoveStale(s.path)
+	for _, p := range removed {
+		s.warn(log, "tags: removed temp file left by an interrupted write: "+p, "path", p)
+	}
+	if err != nil {
+		s.warn(log, "tags: "+err.Error(), "path", s.path)
+	}
+}
+
 // refresh brings the map in line with tags.json. Under the file lock (locked) it
 // compares the file's content, because the coming write must not lose another
-// process's update; otherwise a stat showing the same file, size and mtime is taken
+// process's update; otherwise an lstat showing the same file, size and mtime is taken
 // to mean nothing changed. After an unreadable result it always reads again, so a
 // repaired file is picked up by the next call.
 func (s *Store) refresh(ctx context.Context, log hclog.Logger, locked bool) error {
 	if !locked && s.unreadable == nil {
-		info, err := os.Stat(s.path)
+		info, err := os.Lstat(s.path)
 		if unchanged(s.seen.info, info, err) {
 			return nil
 		}
@@ -255,15 +388,17 @@ func (s *Store) refresh(ctx context.Context, log hclog.Logger, locked bool) erro
 		s.unreadable = fmt.Errorf("%v; not moved aside: %w", decodeErr, err)
 		return s.unreadable
 	}
-	log.Warn("tags: corrupt tags.json moved aside; starting with no tags", "moved_to", moved, "reason", decodeErr.Error())
+	s.warn(log, "tags: corrupt "+s.path+" moved aside to "+moved+"; starting with no tags",
+		"path", s.path, "moved_to", moved, "reason", decodeErr.Error())
 	s.tags = map[string]string{}
 	s.seen = snapshot{}
 	s.loadFailed = true
+	s.reported = false
 	return nil
 }
 
-// unchanged reports whether a stat of tags.json (info, err) shows the file the map was
-// last loaded from, or still no file.
+// unchanged reports whether an lstat of tags.json (info, err) shows the file the map
+// was last loaded from, or still no file.
 func unchanged(old, info os.FileInfo, err error) bool {
 	if err != nil {
 		return old == nil
@@ -273,38 +408,32 @@ func unchanged(old, info os.FileInfo, err error) bool {
 
 // readDisk reads tags.json. No file, or a path that cannot hold one (a parent is a
 // regular file, a parent cannot be searched), gives an empty snapshot: that is a
-// problem for the next write (DECISIONS 23), not for reading. A file that exists but
-// cannot be read is an error.
+// problem for the next write, not for reading. Anything at the path that is not a
+// regular file of ours, or that cannot be read, is an error. The file is opened
+// without following a link and without blocking, and its type, owner and link count
+// are checked on the open descriptor, so nothing can be swapped in between.
 func (s *Store) readDisk() (snapshot, error) {
-	info, err := os.Stat(s.path)
+	f, err := openData(s.path)
 	if err != nil {
-		return snapshot{}, nil
-	}
-	if info.IsDir() {
-		return snapshot{}, fmt.Errorf("%s is a directory", s.path)
-	}
-	if !info.Mode().IsRegular() {
-		// Opening a FIFO would block; a device is not a store.
-		return snapshot{}, fmt.Errorf("%s is not a regular file", s.path)
-	}
-	f, err := os.Open(s.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return snapshot{}, nil // removed between the stat and the open
-	}
-	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return snapshot{}, nil
+		}
+		if _, lerr := os.Lstat(s.path); lerr != nil {
+			return snapshot{}, nil
+		}
 		return snapshot{}, err
 	}
 	defer f.Close()
-	info, err = f.Stat()
+	info, err := f.Stat()
 	if err != nil {
 		return snapshot{}, err
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	data, err := io.ReadAll(io.LimitReader(f, int64(s.maxBytes)+1))
 	if err != nil {
-		return snapshot{}, err
+		return snapshot{}, fmt.Errorf("read %s: %w", s.path, err)
 	}
-	if len(data) > MaxFileBytes {
-		return snapshot{}, fmt.Errorf("%s is larger than %d bytes", s.path, MaxFileBytes)
+	if len(data) > s.maxBytes {
+		return snapshot{}, fmt.Errorf("%s is larger than %d bytes", s.path, s.maxBytes)
 	}
 	return snapshot{info: info, data: data}, nil
 }
@@ -329,11 +458,4 @@ func (s *Store) moveAside() (string, error) {
 		return name, nil
 	}
 	return "", fmt.Errorf("%s-1 to -999 all exist", base)
-}
-
-func orNull(log hclog.Logger) hclog.Logger {
-	if log == nil {
-		return hclog.NewNullLogger()
-	}
-	return log
 }

@@ -49,7 +49,7 @@ func set(t *testing.T, s *Store, kv ...string) State {
 }
 
 // TestRoundTrip: save, then a fresh load gives the same map, and the data dir holds
-// only tags.json and its lock file (CONTRACT 5.1).
+// only tags.json and its lock file.
 func TestRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	s := Open(context.Background(), dir, nil)
@@ -70,7 +70,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 // TestBlocker: a save whose parent is a regular file fails without touching it or
-// creating anything (CONTRACT 5.1), and the change stays in memory.
+// creating anything, and the change stays in memory.
 func TestBlocker(t *testing.T) {
 	dir := t.TempDir()
 	blocker := filepath.Join(dir, "blocker")
