@@ -7,6 +7,7 @@ require (
 	github.com/hashicorp/go-plugin v1.8.0
 	github.com/yuzugo/yuzu/definitions v0.0.0
 	github.com/yuzugo/yuzu/sdk v0.0.0
+	golang.org/x/sys v0.50.0
 )
 
 require (
@@ -16,10 +17,8 @@ require (
 	github.com/mattn/go-colorable v0.1.12 // indirect
 	github.com/mattn/go-isatty v0.0.17 // indirect
 	github.com/oklog/run v1.1.0 // indirect
-	github.com/yuzugo/yuzu/proto v0.0.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/net v0.60.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 	google.golang.org/grpc v1.85.0 // indirect
@@ -28,6 +27,5 @@ require (
 
 replace (
 	github.com/yuzugo/yuzu/definitions => ../definitions
-	github.com/yuzugo/yuzu/proto => ../proto
 	github.com/yuzugo/yuzu/sdk => ../sdk
 )

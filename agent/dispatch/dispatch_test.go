@@ -34,7 +34,7 @@ func (g *gate) Execute(ctx context.Context, req supervisor.Request, onRows func(
 		return sdk.Result{}, ctx.Err()
 	}
 	_ = onRows([]string{"ran|" + req.Plugin})
-	return sdk.OK(), nil
+	return sdk.Undeclared(), nil
 }
 
 func TestConcurrencyBoundAndQueueFull(t *testing.T) {

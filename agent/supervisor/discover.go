@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/yuzugo/yuzu/agent/internal/manifest"
+	"github.com/yuzugo/yuzu/sdk/safefile"
 )
 
 // BinaryPrefix starts the file name of every plugin binary.
@@ -43,6 +44,9 @@ func PluginName(file string) (string, bool) {
 // Files that are not named like a plugin binary are ignored. An error means the
 // directory itself cannot be read.
 func discover(dir string) (map[string]*binary, error) {
+	if err := checkDir(dir); err != nil {
+		return nil, err
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("plugin dir %s: %w", dir, err)
@@ -79,19 +83,55 @@ func discover(dir string) (map[string]*binary, error) {
 	return found, nil
 }
 
-// checkFile refuses anything but a regular file that only its owner can change.
+// checkFile refuses anything but a regular file (not a symbolic link) owned by root or
+// the agent's user that nobody else can change. It is the early check that lets
+// `plugins` show a refusal; the launcher checks again on the descriptor it runs.
 func checkFile(path string) error {
-	fi, err := os.Stat(path)
+	fi, err := os.Lstat(path)
 	if err != nil {
 		return &RefusedError{Path: path, Reason: err.Error()}
 	}
 	if !fi.Mode().IsRegular() {
-		return &RefusedError{Path: path, Reason: "not a regular file"}
+		return &RefusedError{Path: path, Reason: "is " + safefile.Describe(fi.Mode()) + ", not a regular file"}
 	}
-	if hostOS != "windows" && fi.Mode().Perm()&0o022 != 0 {
-		return &RefusedError{Path: path, Reason: fmt.Sprintf("group- or world-writable (mode %04o)", fi.Mode().Perm())}
+	if err := safefile.Trusted(fi, false); err != nil {
+		return &RefusedError{Path: path, Reason: err.Error()}
 	}
 	return nil
+}
+
+// checkDir refuses a plugin dir that someone other than root or the agent's user could
+// change: the directory itself, after symbolic links are resolved, and every parent up
+// to the root must be owned by one of them and not writable by group or others (a
+// sticky parent such as /tmp is allowed: others cannot rename or remove what is ours
+// in it). Whoever can write there can make the agent run anything as root.
+func checkDir(dir string) error {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fmt.Errorf("plugin dir %s: %w", dir, err)
+	}
+	real, err = filepath.Abs(real)
+	if err != nil {
+		return fmt.Errorf("plugin dir %s: %w", dir, err)
+	}
+	for p := real; ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("plugin dir %s: %w", dir, err)
+		}
+		if p == real && !fi.IsDir() {
+			return fmt.Errorf("plugin dir %s is not a directory", dir)
+		}
+		if err := safefile.Trusted(fi, p != real); err != nil {
+			if p == real {
+				return fmt.Errorf("plugin dir %s refused: %v", dir, err)
+			}
+			return fmt.Errorf("plugin dir %s refused: its parent %s is %v", dir, p, err)
+		}
+		if filepath.Dir(p) == p {
+			return nil
+		}
+	}
 }
 
 func sortedNames(m map[string]*binary) []string {

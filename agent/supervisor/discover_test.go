@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"crypto/sha256"
 	"errors"
 	"os"
 	"path/filepath"
@@ -33,9 +34,10 @@ func TestDiscover(t *testing.T) {
 	}
 	m := manifest.Manifest{}
 	for _, n := range []string{"yuzu-plugin-good", "yuzu-plugin-writable", "yuzu-plugin-dir"} {
-		sum, _ := manifest.HashFile(filepath.Join(dir, n))
-		if sum == nil {
-			sum = make([]byte, 32)
+		sum := make([]byte, 32)
+		if data, err := os.ReadFile(filepath.Join(dir, n)); err == nil {
+			s := sha256.Sum256(data)
+			sum = s[:]
 		}
 		m[n] = sum
 	}

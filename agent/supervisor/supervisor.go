@@ -1,17 +1,21 @@
 // Package supervisor keeps one managed child process per plugin: it verifies each
-// binary before it runs, starts it through go-plugin with automatic mutual TLS, pings
-// it, restarts it with exponential backoff inside a restart budget, marks it failed
-// when the budget is spent, and kills it when a command outlives its deadline.
+// binary before it runs and runs exactly the bytes it verified, starts it through
+// go-plugin with automatic mutual TLS, pings it, restarts it with exponential backoff
+// inside a restart budget, marks it failed when the budget is spent, and kills it when
+// a command outlives its deadline.
 //
-// Every plugin is a small state machine (stopped, starting, running, backoff, failed,
-// refused); each transition is logged with its reason and shows in Status.
+// Two parts: a Launcher verifies and starts a child (pluginLauncher does it for real),
+// and one keeper per plugin owns that plugin's state machine (stopped, starting,
+// running, backoff, failed, refused) in a single goroutine that reacts to events.
+// Every transition is logged with its reason, pushed to subscribers and shows in
+// Status. See docs/agent.md in the repository for the rules and their reasons.
 package supervisor
 
 import (
 	"context"
-	"errors"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -37,7 +41,16 @@ type Options struct {
 	PingInterval  time.Duration // 10 s
 	PingMisses    int           // consecutive failed pings that restart the child: 3
 	Grace         time.Duration // past the deadline before the child is killed: 5 s
-	StartTimeout  time.Duration // handshake, Describe and Configure: 10 s
+	StartTimeout  time.Duration // verify, handshake, Describe and Configure: 10 s
+	StopGrace     time.Duration // a stopping child's time to exit before it is killed: 2 s
+
+	// Launcher starts the children; nil means the real one (go-plugin, verified
+	// binaries). Tests give a fake.
+	Launcher Launcher
+	// ReapOrphans makes the agent the adopter of whatever a dead plugin leaves behind
+	// (Linux child subreaper) and kills it. Only a process whose children are all
+	// plugins may set it: the CLI agent does, tests that start other processes do not.
+	ReapOrphans bool
 }
 
 func (o *Options) defaults() {
@@ -53,6 +66,7 @@ func (o *Options) defaults() {
 	def(&o.PingInterval, 10*time.Second)
 	def(&o.Grace, 5*time.Second)
 	def(&o.StartTimeout, 10*time.Second)
+	def(&o.StopGrace, 2*time.Second)
 	if o.RestartBudget <= 0 {
 		o.RestartBudget = 5
 	}
@@ -66,33 +80,38 @@ func (o *Options) defaults() {
 
 // Supervisor manages the plugins of one plugin directory.
 type Supervisor struct {
-	opts Options
-	log  hclog.Logger
+	opts     Options
+	log      hclog.Logger
+	launcher Launcher
 
-	mu        sync.Mutex
-	instances map[string]*instance
-	closed    bool
+	mu      sync.Mutex
+	keepers map[string]*keeper
+	closed  bool
+	subs    map[*subscriber]struct{}
 }
 
 // New discovers the plugin binaries of opts.PluginDir. Nothing is started until a
 // command needs it (or Start is called). Binaries that may not run are kept, refused,
-// so that commands and Status can say why.
+// so that commands and Status can say why. An error means the plugin dir itself may
+// not be used (missing, unreadable, or writable by someone other than root and the
+// agent's user).
 func New(opts Options) (*Supervisor, error) {
 	opts.defaults()
 	bins, err := discover(opts.PluginDir)
 	if err != nil {
 		return nil, err
 	}
-	s := &Supervisor{opts: opts, log: opts.Logger, instances: map[string]*instance{}}
+	s := &Supervisor{opts: opts, log: opts.Logger, keepers: map[string]*keeper{}, subs: map[*subscriber]struct{}{}}
+	s.launcher = opts.Launcher
+	if s.launcher == nil {
+		s.launcher = newPluginLauncher(opts)
+	}
 	for _, name := range sortedNames(bins) {
 		b := bins[name]
-		inst := &instance{sup: s, bin: b, state: StateStopped}
 		if b.refused != nil {
-			inst.state = StateRefused
-			inst.lastErr = b.refused.Error()
 			s.log.Warn("plugin refused", "plugin", name, "reason", b.refused.Error())
 		}
-		s.instances[name] = inst
+		s.keepers[name] = newKeeper(s, Binary{Name: b.name, Path: b.path, Checksum: b.checksum}, b.refused)
 	}
 	return s, nil
 }
@@ -109,17 +128,17 @@ type Request struct {
 	Deadline time.Time
 }
 
-func (s *Supervisor) instance(name string) (*instance, error) {
+func (s *Supervisor) keeper(name string) (*keeper, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, errors.New("agent is shutting down")
+		return nil, errShuttingDown
 	}
-	inst, ok := s.instances[name]
+	k, ok := s.keepers[name]
 	if !ok {
 		return nil, &unknownPluginError{name: name}
 	}
-	return inst, nil
+	return k, nil
 }
 
 type unknownPluginError struct{ name string }
@@ -131,48 +150,58 @@ func (e *unknownPluginError) Unwrap() error { return ErrUnknownPlugin }
 // each batch of rows as it arrives. The error, when not nil, is one of the typed
 // errors of this package (or the context's).
 func (s *Supervisor) Execute(ctx context.Context, req Request, onRows func([]string) error) (sdk.Result, error) {
-	inst, err := s.instance(req.Plugin)
+	k, err := s.keeper(req.Plugin)
 	if err != nil {
 		return sdk.Result{}, err
 	}
-	return inst.execute(ctx, req, onRows)
+	return k.execute(ctx, req, onRows)
 }
 
 // Describe returns the manifest of a plugin, starting it if needed.
 func (s *Supervisor) Describe(ctx context.Context, plugin string) (host.Manifest, error) {
-	inst, err := s.instance(plugin)
+	k, err := s.keeper(plugin)
 	if err != nil {
 		return host.Manifest{}, err
 	}
-	c, err := inst.acquire(ctx)
+	c, err := k.acquire(ctx)
 	if err != nil {
 		return host.Manifest{}, err
 	}
-	return c.manifest, nil
+	return c.Manifest(), nil
 }
 
 // Start starts every plugin that may run and waits until each is running or has
 // failed to start. Failures show in Status.
 func (s *Supervisor) Start(ctx context.Context) {
 	var wg sync.WaitGroup
-	for _, inst := range s.list() {
+	for _, k := range s.list() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _ = inst.acquire(ctx)
+			_, _ = k.acquire(ctx)
 		}()
 	}
 	wg.Wait()
 }
 
-func (s *Supervisor) list() []*instance {
+// Plugins returns the names of the plugins in the plugin dir, sorted, refused ones
+// included.
+func (s *Supervisor) Plugins() []string {
+	var names []string
+	for _, k := range s.list() {
+		names = append(names, k.bin.Name)
+	}
+	return names
+}
+
+func (s *Supervisor) list() []*keeper {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]*instance, 0, len(s.instances))
-	for _, inst := range s.instances {
-		out = append(out, inst)
+	out := make([]*keeper, 0, len(s.keepers))
+	for _, k := range s.keepers {
+		out = append(out, k)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].bin.name < out[j].bin.name })
+	sort.Slice(out, func(i, j int) bool { return out[i].bin.Name < out[j].bin.Name })
 	return out
 }
 
@@ -191,30 +220,92 @@ type Status struct {
 // Status returns every plugin's status, sorted by name.
 func (s *Supervisor) Status() []Status {
 	var out []Status
-	for _, inst := range s.list() {
-		out = append(out, inst.status())
+	for _, k := range s.list() {
+		out = append(out, k.status())
 	}
 	return out
 }
 
-// Close stops every child and waits for them to exit.
+// Close stops every child, waits for them to exit, and ends the subscriptions.
 func (s *Supervisor) Close() {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, inst := range s.list() {
+	for _, k := range s.list() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			inst.stop()
+			k.stop()
 		}()
 	}
 	wg.Wait()
+	if closer, ok := s.launcher.(interface{ close() }); ok {
+		closer.close()
+	}
+	s.mu.Lock()
+	for sub := range s.subs {
+		sub.end()
+		delete(s.subs, sub)
+	}
+	s.mu.Unlock()
 }
 
-func (s *Supervisor) isClosed() bool {
+// subscriber receives state changes on a buffered channel. A subscriber that falls
+// more than its buffer behind loses changes rather than stalling the plugins; it learns
+// how many from Dropped, and Status stays authoritative.
+type subscriber struct {
+	ch      chan StateChange
+	dropped atomic.Int64
+	once    sync.Once
+}
+
+func (sub *subscriber) end() { sub.once.Do(func() { close(sub.ch) }) }
+
+// Subscription is a stream of state changes; see Subscribe.
+type Subscription struct {
+	// C delivers every state change of every plugin, in order per plugin, and is
+	// closed by Cancel or by the supervisor's Close.
+	C   <-chan StateChange
+	sub *subscriber
+	s   *Supervisor
+}
+
+// Dropped is how many changes were lost because C was full.
+func (sb *Subscription) Dropped() int64 { return sb.sub.dropped.Load() }
+
+// Cancel ends the subscription and closes C.
+func (sb *Subscription) Cancel() {
+	sb.s.mu.Lock()
+	delete(sb.s.subs, sb.sub)
+	sb.s.mu.Unlock()
+	sb.sub.end()
+}
+
+// Subscribe pushes every state change from now on to a channel holding up to buffer
+// changes (at least 1): the `plugins` command, the fleet session and metrics watch
+// plugins this way instead of polling Status.
+func (s *Supervisor) Subscribe(buffer int) *Subscription {
+	sub := &subscriber{ch: make(chan StateChange, max(buffer, 1))}
+	s.mu.Lock()
+	if s.closed {
+		sub.end()
+	} else {
+		s.subs[sub] = struct{}{}
+	}
+	s.mu.Unlock()
+	return &Subscription{C: sub.ch, sub: sub, s: s}
+}
+
+// publish hands a change to every subscriber without ever blocking a keeper.
+func (s *Supervisor) publish(c StateChange) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.closed
+	for sub := range s.subs {
+		select {
+		case sub.ch <- c:
+		default:
+			sub.dropped.Add(1)
+		}
+	}
 }

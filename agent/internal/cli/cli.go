@@ -6,15 +6,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 // Version is the agent's version; Commit is set at build time with -ldflags.
@@ -90,13 +95,18 @@ var valueFlags = map[string]string{
 }
 
 // parseArgs separates global flags (accepted anywhere before `--`) from positional
-// arguments and applies environment defaults.
+// arguments and applies environment defaults. Flags are spelled --name or --name=value;
+// a single-dash or triple-dash spelling, a flag given twice and any value that is not
+// valid UTF-8 are usage errors, so that a typo never silently means something else.
 func parseArgs(args []string, getenv func(string) string) (config, []string, error) {
 	vals := map[string]string{}
 	var cfg config
 	var pos []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
+		if !utf8.ValidString(a) {
+			return cfg, nil, usagef("argument %d is not valid UTF-8: %s", i+1, rows.Printable(a))
+		}
 		if a == "--" {
 			pos = append(pos, args[i+1:]...)
 			break
@@ -105,18 +115,27 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 			pos = append(pos, a)
 			continue
 		}
-		name := strings.TrimLeft(a, "-")
-		name, val, hasVal := strings.Cut(name, "=")
+		if a == "-h" {
+			cfg.help = true
+			continue
+		}
+		if !strings.HasPrefix(a, "--") || strings.HasPrefix(a, "---") {
+			return cfg, nil, usagef("flag %s: flags are spelled --name or --name=value", rows.Printable(a))
+		}
+		name, val, hasVal := strings.Cut(a[2:], "=")
 		switch name {
 		case "version":
 			cfg.version = true
 			continue
-		case "h", "help":
+		case "help":
 			cfg.help = true
 			continue
 		}
 		if _, ok := valueFlags[name]; !ok {
-			return cfg, nil, usagef("unknown flag %s", a)
+			return cfg, nil, usagef("unknown flag %s", rows.Printable(a))
+		}
+		if _, dup := vals[name]; dup {
+			return cfg, nil, usagef("flag --%s given twice", name)
 		}
 		if !hasVal {
 			if i+1 >= len(args) {
@@ -124,26 +143,48 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 			}
 			i++
 			val = args[i]
+			if !utf8.ValidString(val) {
+				return cfg, nil, usagef("flag --%s: value is not valid UTF-8: %s", name, rows.Printable(val))
+			}
 		}
 		vals[name] = val
 	}
-	get := func(name string) (string, bool) {
+	get := func(name string) (string, bool, error) {
 		if v, ok := vals[name]; ok {
-			return v, true
+			return v, true, nil
 		}
 		v := getenv(valueFlags[name])
-		return v, v != ""
+		if !utf8.ValidString(v) {
+			return "", false, usagef("%s is not valid UTF-8: %s", valueFlags[name], rows.Printable(v))
+		}
+		return v, v != "", nil
 	}
-	cfg.pluginDir, _ = get("plugin-dir")
-	cfg.dataDir, _ = get("data-dir")
-	cfg.agentID, _ = get("agent-id")
-	cfg.logLevel, _ = get("log-level")
-	cfg.logFormat, _ = get("log-format")
+	var problems []error
+	str := func(name string) string {
+		v, _, err := get(name)
+		if err != nil {
+			problems = append(problems, err)
+		}
+		return v
+	}
+	cfg.pluginDir = str("plugin-dir")
+	cfg.dataDir = str("data-dir")
+	cfg.agentID = str("agent-id")
+	cfg.logLevel = str("log-level")
+	cfg.logFormat = str("log-format")
+	if len(problems) > 0 {
+		return cfg, nil, problems[0]
+	}
+	for _, name := range []string{"plugin-dir", "data-dir"} {
+		if v, given := vals[name]; given && v == "" {
+			return cfg, nil, usagef("--%s needs a directory, not an empty value", name)
+		}
+	}
 	cfg.timeout = defaultTimeout
-	if v, ok := get("timeout"); ok {
+	if v, ok, _ := get("timeout"); ok {
 		d, err := parseTimeout(v)
 		if err != nil {
-			return cfg, nil, usagef("--timeout %q: %v", v, err)
+			return cfg, nil, usagef("--timeout %q: %v", rows.Printable(v), err)
 		}
 		cfg.timeout, cfg.timeoutSet = d, true
 	}
@@ -153,27 +194,49 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 	switch cfg.logLevel {
 	case "trace", "debug", "info", "warn", "error":
 	default:
-		return cfg, nil, usagef("--log-level %q: want trace, debug, info, warn or error", cfg.logLevel)
+		return cfg, nil, usagef("--log-level %q: want trace, debug, info, warn or error", rows.Printable(cfg.logLevel))
 	}
 	if cfg.logFormat == "" {
 		cfg.logFormat = "text"
 	}
 	if cfg.logFormat != "text" && cfg.logFormat != "json" {
-		return cfg, nil, usagef("--log-format %q: want text or json", cfg.logFormat)
+		return cfg, nil, usagef("--log-format %q: want text or json", rows.Printable(cfg.logFormat))
 	}
 	return cfg, pos, nil
 }
 
-// parseTimeout takes a Go duration ("90s", "2m") or a number of seconds.
+// maxTimeout bounds --timeout. A deadline is computed as now + timeout, and far larger
+// values overflow time arithmetic (a deadline in the past: the command would time out
+// at once); a week is longer than any command should run.
+const maxTimeout = 7 * 24 * time.Hour
+
+// durationSyntax matches what time.ParseDuration would accept but for its range.
+var durationSyntax = regexp.MustCompile(`^[+]?([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$`)
+
+// parseTimeout takes a Go duration ("90s", "2m") or a number of seconds, positive and at
+// most maxTimeout.
 func parseTimeout(v string) (time.Duration, error) {
 	var d time.Duration
 	if n, err := strconv.ParseFloat(v, 64); err == nil {
+		if math.IsNaN(n) || n <= 0 {
+			return 0, errors.New("must be positive")
+		}
+		if n > maxTimeout.Seconds() {
+			return 0, fmt.Errorf("%s seconds is longer than the %s maximum", v, maxTimeout)
+		}
 		d = time.Duration(n * float64(time.Second))
 	} else if d, err = time.ParseDuration(v); err != nil {
+		if durationSyntax.MatchString(v) {
+			// Well formed, yet refused: only overflow does that.
+			return 0, fmt.Errorf("%s is longer than the %s maximum", v, maxTimeout)
+		}
 		return 0, errors.New("want a duration like 30s or a number of seconds")
 	}
-	if d <= 0 {
+	switch {
+	case d <= 0:
 		return 0, errors.New("must be positive")
+	case d > maxTimeout:
+		return 0, fmt.Errorf("%s is longer than the %s maximum", v, maxTimeout)
 	}
 	return d, nil
 }
@@ -208,7 +271,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	log := newLogger(cfg, stderr)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible(log)
 	defer stop()
 
 	var code int
@@ -229,6 +292,36 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return usageExit(stderr, err)
 	}
 	return code
+}
+
+// interruptible returns a context that SIGINT or SIGTERM cancels: the command in flight
+// then ends gracefully (cancelled, plugins stopped). A second signal ends the agent at
+// once with status 130, whatever it is doing.
+func interruptible(log hclog.Logger) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			log.Info("stopping: signal received; a second one stops at once", "signal", s.String())
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case s := <-sigs:
+			log.Warn("stopping at once: second signal", "signal", s.String())
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+	}
 }
 
 func usageExit(stderr io.Writer, err error) int {

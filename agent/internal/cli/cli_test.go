@@ -103,49 +103,38 @@ func TestParseParams(t *testing.T) {
 	}
 }
 
-func TestResolveDefinition(t *testing.T) {
-	cfg := config{timeout: defaultTimeout}
-	tg, err := resolve(&cfg, []string{"device.tags.set", "key=env", "value=prod"})
-	if err != nil {
-		t.Fatal(err)
+// Definition ids are resolved against the plugins' served definitions; that is tested
+// end to end in integration. Here: how exec's arguments are read.
+func TestParseTarget(t *testing.T) {
+	tg, err := parseTarget([]string{"device.tags.set", "key=env", "value=prod"})
+	if err != nil || tg.def == nil || tg.def.ID != "device.tags.set" || tg.plugin != "" || tg.params["key"] != "env" {
+		t.Fatalf("parseTarget(definition) = %+v, %v", tg, err)
 	}
-	if tg.plugin != "tags" || tg.action != "set" || tg.params["key"] != "env" {
-		t.Errorf("target = %+v", tg)
+	tg, err = parseTarget([]string{"tags", "set", "key=k"})
+	if err != nil || tg.def != nil || tg.plugin != "tags" || tg.action != "set" || tg.params["key"] != "k" {
+		t.Fatalf("parseTarget(plugin action) = %+v, %v", tg, err)
 	}
-	if cfg.timeout != 60*time.Second {
-		t.Errorf("timeout = %s, want the definition's ttl 60s", cfg.timeout)
-	}
-
-	cfg = config{timeout: 5 * time.Second, timeoutSet: true}
-	if _, err := resolve(&cfg, []string{"device.tags.count"}); err != nil {
-		t.Fatal(err)
-	}
-	if cfg.timeout != 5*time.Second {
-		t.Errorf("an explicit --timeout must beat the ttl, got %s", cfg.timeout)
-	}
-
-	for args, want := range map[string]string{
-		"device.tags.set key=bad|key":     "key",
-		"device.tags.set key=a color=red": "color",
-		"device.nope.set":                 "unknown definition: device.nope.set",
-	} {
-		cfg := config{timeout: defaultTimeout}
-		_, err := resolve(&cfg, strings.Fields(args))
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("resolve(%s) = %v, want an error naming %q", args, err, want)
+	var ue *usageError
+	for _, args := range [][]string{{}, {"tags"}, {"tags", "set", "novalue"}, {"tags", "set", "k=\xff"}, {"ta\xffgs", "x"}} {
+		if _, err := parseTarget(args); !errors.As(err, &ue) {
+			t.Errorf("parseTarget(%q): err = %v, want a usage error", args, err)
 		}
 	}
 }
 
-func TestResolvePluginAction(t *testing.T) {
-	cfg := config{timeout: defaultTimeout}
-	tg, err := resolve(&cfg, []string{"tags", "set", "key=k"})
-	if err != nil || tg.plugin != "tags" || tg.action != "set" || tg.params["key"] != "k" {
-		t.Fatalf("resolve = %+v, %v", tg, err)
-	}
-	var ue *usageError
-	if _, err := resolve(&cfg, []string{"tags"}); !errors.As(err, &ue) {
-		t.Errorf("missing action: err = %v, want usage error", err)
+func TestContainsSegment(t *testing.T) {
+	for _, c := range []struct {
+		id, name string
+		want     bool
+	}{
+		{"device.tags.set", "tags", true},
+		{"security.firewall.state", "firewall", true},
+		{"device.tags.set", "tag", false},
+		{"workflow.config_search_and_replace", "filesystem", false},
+	} {
+		if got := containsSegment(c.id, c.name); got != c.want {
+			t.Errorf("containsSegment(%s, %s) = %v", c.id, c.name, got)
+		}
 	}
 }
 

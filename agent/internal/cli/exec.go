@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -16,19 +16,26 @@ import (
 	"github.com/yuzugo/yuzu/agent/internal/capture"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/definitions"
+	"github.com/yuzugo/yuzu/sdk/definition"
+	"github.com/yuzugo/yuzu/sdk/rows"
+	"github.com/yuzugo/yuzu/sdk/safefile"
 )
 
-// parseParams reads key=value arguments. A missing `=`, an empty key or a key given
-// twice is a usage error naming the argument.
+// parseParams reads key=value arguments. A missing `=`, an empty key, a key given twice
+// or text that is not valid UTF-8 (parameters travel as protobuf strings) is a usage
+// error naming the argument.
 func parseParams(args []string) (map[string]string, error) {
 	params := make(map[string]string, len(args))
 	for _, a := range args {
+		if !utf8.ValidString(a) {
+			return nil, usagef("parameter %s is not valid UTF-8", rows.Printable(a))
+		}
 		k, v, ok := strings.Cut(a, "=")
 		if !ok || k == "" {
-			return nil, usagef("parameter %q: want key=value", a)
+			return nil, usagef("parameter %q: want key=value", rows.Printable(a))
 		}
 		if _, dup := params[k]; dup {
-			return nil, usagef("parameter %q given twice", k)
+			return nil, usagef("parameter %q given twice", rows.Printable(k))
 		}
 		params[k] = v
 	}
@@ -39,66 +46,169 @@ func parseParams(args []string) (map[string]string, error) {
 type target struct {
 	plugin, action string
 	params         map[string]string
+	// def is the definition the command runs through, if any.
+	def *definition.Definition
 }
 
-// resolve turns exec's arguments into a target. A first argument with a dot is a
-// definition id (plugin names cannot contain one): its parameters are validated
-// against the definition and its ttl becomes the deadline unless --timeout was given.
-func resolve(cfg *config, args []string) (target, error) {
+// parseTarget turns exec's arguments into a target, without looking anything up yet.
+// A first argument with a dot is a definition id (plugin names cannot contain one).
+func parseTarget(args []string) (target, error) {
 	if len(args) == 0 {
 		return target{}, usagef("exec needs PLUGIN ACTION or DEFINITION-ID")
 	}
-	if !strings.Contains(args[0], ".") {
-		if len(args) < 2 {
-			return target{}, usagef("exec %s: missing ACTION", args[0])
-		}
-		params, err := parseParams(args[2:])
-		if err != nil {
-			return target{}, err
-		}
-		return target{plugin: args[0], action: args[1], params: params}, nil
+	if !utf8.ValidString(args[0]) {
+		return target{}, usagef("%s is not valid UTF-8", rows.Printable(args[0]))
 	}
-	params, err := parseParams(args[1:])
+	if strings.Contains(args[0], ".") {
+		params, err := parseParams(args[1:])
+		return target{params: params, def: &definition.Definition{ID: args[0]}}, err
+	}
+	if len(args) < 2 {
+		return target{}, usagef("exec %s: missing ACTION", args[0])
+	}
+	if !utf8.ValidString(args[1]) {
+		return target{}, usagef("%s is not valid UTF-8", rows.Printable(args[1]))
+	}
+	params, err := parseParams(args[2:])
+	return target{plugin: args[0], action: args[1], params: params}, err
+}
+
+// resolveDefinition finds the definition t names, among the workflows the agent ships
+// and the definitions its plugins serve, checks that it agrees with the action it runs
+// and that the parameters pass it, and fills in t's plugin and action. Its ttl becomes
+// the deadline unless --timeout was given.
+func resolveDefinition(ctx context.Context, cfg *config, sup *supervisor.Supervisor, t *target) error {
+	id := t.def.ID
+	def, workflow, err := findDefinition(ctx, sup, id)
 	if err != nil {
-		return target{}, err
-	}
-	cat, err := definitions.Load()
-	if err != nil {
-		return target{}, fmt.Errorf("definitions: %w", err)
-	}
-	def, ok := cat.Lookup(args[0])
-	if !ok {
-		return target{}, fmt.Errorf("unknown definition: %s", args[0])
+		return err
 	}
 	if !def.SupportsPlatform(runtime.GOOS) {
-		return target{}, fmt.Errorf("definition %s is not available on %s (platforms: %s)", def.ID, runtime.GOOS, strings.Join(def.Platforms, ", "))
+		return fmt.Errorf("definition %s is not available on %s (platforms: %s)", def.ID, runtime.GOOS, strings.Join(def.Platforms, ", "))
 	}
-	if err := def.Validate(params); err != nil {
-		return target{}, fmt.Errorf("%s: %w", def.ID, err)
+	m, err := sup.Describe(ctx, def.Plugin)
+	if err != nil {
+		return err
+	}
+	var problems []*definition.Disagreement
+	if workflow {
+		problems = definition.CheckWorkflow(def, m.Actions)
+	} else {
+		problems = definition.CheckAgreement(m.Name, m.Actions, []definition.Definition{def})
+		// CheckAgreement also lists the plugin's other actions, which this single
+		// definition does not run; only its own disagreements matter here.
+		problems = ownProblems(problems, def.ID)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("definition %s disagrees with plugin %s %s: %v", def.ID, m.Name, m.Version, problems[0])
+	}
+	if err := def.Validate(t.params); err != nil {
+		return fmt.Errorf("%s: %w", def.ID, err)
 	}
 	if !cfg.timeoutSet && def.TTL() > 0 {
 		cfg.timeout = def.TTL()
 	}
-	return target{plugin: def.Plugin, action: def.Action, params: params}, nil
+	t.plugin, t.action, t.def = def.Plugin, def.Action, &def
+	return nil
+}
+
+func ownProblems(all []*definition.Disagreement, id string) []*definition.Disagreement {
+	var out []*definition.Disagreement
+	for _, p := range all {
+		if p.Definition == id {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// findDefinition looks id up: first among the workflows, then in the plugins' served
+// definitions. Plugin definition ids conventionally name their plugin
+// (device.tags.set, security.firewall.state), so a plugin named by a segment of the id
+// is asked first and the others only when it does not serve it; that keeps
+// `exec DEFINITION-ID` from starting every plugin.
+func findDefinition(ctx context.Context, sup *supervisor.Supervisor, id string) (definition.Definition, bool, error) {
+	wfs, err := definitions.Workflows()
+	if err != nil {
+		return definition.Definition{}, false, fmt.Errorf("workflow definitions: %w", err)
+	}
+	for _, d := range wfs {
+		if d.ID == id {
+			return d, true, nil
+		}
+	}
+	names := sup.Plugins()
+	var first, rest []string
+	for _, n := range names {
+		if containsSegment(id, n) {
+			first = append(first, n)
+		} else {
+			rest = append(rest, n)
+		}
+	}
+	var problems []string
+	for _, n := range append(first, rest...) {
+		defs, err := pluginDefinitions(ctx, sup, n)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		for _, d := range defs {
+			if d.ID == id {
+				return d, false, nil
+			}
+		}
+	}
+	msg := "unknown definition: " + id
+	if len(problems) > 0 {
+		msg += " (not every plugin could be asked: " + strings.Join(problems, "; ") + ")"
+	}
+	return definition.Definition{}, false, errors.New(msg)
+}
+
+func containsSegment(id, name string) bool {
+	for _, seg := range strings.Split(id, ".") {
+		if seg == name {
+			return true
+		}
+	}
+	return false
+}
+
+// pluginDefinitions returns the definitions plugin n serves.
+func pluginDefinitions(ctx context.Context, sup *supervisor.Supervisor, n string) ([]definition.Definition, error) {
+	m, err := sup.Describe(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	if len(m.Definitions) == 0 {
+		return nil, nil
+	}
+	defs, err := definition.ParseFiles(m.Definitions)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s serves definitions that do not parse: %w", n, err)
+	}
+	return defs, nil
 }
 
 // runExec runs one command through the dispatcher and the supervisor, exactly as a
 // command from the fleet server would go, and prints it in the capture format.
 func runExec(ctx context.Context, cfg config, log hclog.Logger, args []string, stdout io.Writer) (int, error) {
 	out := capture.New(stdout)
-	t, err := resolve(&cfg, args)
+	t, err := parseTarget(args)
 	if err != nil {
-		var ue *usageError
-		if errors.As(err, &ue) {
-			return 0, err
-		}
-		return out.AgentError(err.Error()), nil
+		return 0, err
 	}
 	sup, err := newSupervisor(cfg, log)
 	if err != nil {
 		return out.AgentError(err.Error()), nil
 	}
 	defer sup.Close()
+	if t.def != nil {
+		if err := resolveDefinition(ctx, &cfg, sup, &t); err != nil {
+			return out.AgentError(agentMessage(err)), nil
+		}
+	}
 	d := dispatch.New(sup, dispatch.Options{})
 	res, err := d.Do(ctx, supervisor.Request{
 		Plugin:  t.plugin,
@@ -128,24 +238,42 @@ func agentMessage(err error) string {
 }
 
 func newSupervisor(cfg config, log hclog.Logger) (*supervisor.Supervisor, error) {
+	id, err := agentID(cfg)
+	if err != nil {
+		return nil, err
+	}
 	return supervisor.New(supervisor.Options{
 		PluginDir:    cfg.pluginDir,
 		DataDir:      cfg.dataDir,
-		AgentID:      agentID(cfg),
+		AgentID:      id,
 		AgentVersion: Version,
 		LogLevel:     cfg.logLevel,
 		Logger:       log,
+		ReapOrphans:  true,
 	})
 }
 
+// maxAgentIDBytes bounds the agent_id file: an id is a UUID, 36 bytes.
+const maxAgentIDBytes = 256
+
 // agentID is --agent-id, else the id `run` keeps in the data dir, else empty: exec
-// itself never writes into the data dir.
-func agentID(cfg config) string {
+// itself never writes into the data dir. The file is read as one that someone else may
+// have planted: no link, no FIFO, small, valid UTF-8, printable.
+func agentID(cfg config) (string, error) {
 	if cfg.agentID != "" {
-		return cfg.agentID
+		return cfg.agentID, nil
 	}
-	if b, err := os.ReadFile(filepath.Join(cfg.dataDir, "agent_id")); err == nil {
-		return strings.TrimSpace(string(b))
+	path := filepath.Join(cfg.dataDir, "agent_id")
+	b, err := safefile.ReadFile(path, maxAgentIDBytes)
+	if errors.Is(err, safefile.ErrNotRegular) || errors.Is(err, safefile.ErrTooLarge) {
+		return "", fmt.Errorf("agent id file: %w", err)
 	}
-	return ""
+	if err != nil {
+		return "", nil // no id kept yet
+	}
+	id := strings.TrimSpace(string(b))
+	if !utf8.ValidString(id) || rows.Printable(id) != id {
+		return "", fmt.Errorf("agent id file %s holds bytes that are not printable UTF-8", path)
+	}
+	return id, nil
 }

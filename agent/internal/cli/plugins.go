@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,6 +19,11 @@ import (
 	"github.com/yuzugo/yuzu/agent/internal/manifest"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/atomicfile"
+	"github.com/yuzugo/yuzu/sdk/definition"
+	"github.com/yuzugo/yuzu/sdk/host"
+	"github.com/yuzugo/yuzu/sdk/rows"
+	"github.com/yuzugo/yuzu/sdk/safefile"
 )
 
 // startWait bounds how long `plugins` and `describe` wait for plugins to start.
@@ -25,17 +31,23 @@ const startWait = 30 * time.Second
 
 func runPlugins(ctx context.Context, cfg config, log hclog.Logger, args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) > 0 {
-		if args[0] != "add" {
-			return 0, usagef("plugins: unknown subcommand %q", args[0])
+		switch args[0] {
+		case "add":
+			if len(args) != 2 {
+				return 0, usagef("plugins add needs exactly one FILE")
+			}
+			return addPlugin(ctx, cfg, log, args[1], stdout, stderr), nil
+		case "remove":
+			if len(args) != 2 {
+				return 0, usagef("plugins remove needs exactly one NAME")
+			}
+			return removePlugin(cfg, args[1], stdout, stderr), nil
 		}
-		if len(args) != 2 {
-			return 0, usagef("plugins add needs exactly one FILE")
-		}
-		return addPlugin(ctx, cfg, log, args[1], stdout, stderr), nil
+		return 0, usagef("plugins: unknown subcommand %q", rows.Printable(args[0]))
 	}
 	sup, err := newSupervisor(cfg, log)
 	if err != nil {
-		fmt.Fprintln(stderr, "yuzu-agent:", err)
+		fmt.Fprintln(stderr, "yuzu-agent:", rows.Printable(err.Error()))
 		return exitFail, nil
 	}
 	defer sup.Close()
@@ -49,8 +61,8 @@ func runPlugins(ctx context.Context, cfg config, log hclog.Logger, args []string
 		if st.State != supervisor.StateRunning {
 			code = exitFail
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", st.Name, orDash(st.Version), st.State, st.Restarts,
-			orDash(st.LastError), orDash(strings.Join(st.Actions, ",")))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", cell(st.Name), cell(st.Version), st.State, st.Restarts,
+			cell(st.LastError), cell(strings.Join(st.Actions, ",")))
 	}
 	if err := tw.Flush(); err != nil {
 		return exitFail, nil
@@ -58,11 +70,13 @@ func runPlugins(ctx context.Context, cfg config, log hclog.Logger, args []string
 	return code, nil
 }
 
-func orDash(s string) string {
+// cell makes plugin-supplied text safe for one table cell: printable, no tabs (which
+// would shift the columns), "-" when empty.
+func cell(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return strings.ReplaceAll(rows.Printable(s), "\t", " ")
 }
 
 func runDescribe(ctx context.Context, cfg config, log hclog.Logger, args []string, stdout, stderr io.Writer) (int, error) {
@@ -71,7 +85,7 @@ func runDescribe(ctx context.Context, cfg config, log hclog.Logger, args []strin
 	}
 	sup, err := newSupervisor(cfg, log)
 	if err != nil {
-		fmt.Fprintln(stderr, "yuzu-agent:", err)
+		fmt.Fprintln(stderr, "yuzu-agent:", rows.Printable(err.Error()))
 		return exitFail, nil
 	}
 	defer sup.Close()
@@ -79,33 +93,112 @@ func runDescribe(ctx context.Context, cfg config, log hclog.Logger, args []strin
 	defer cancel()
 	m, err := sup.Describe(ctx, args[0])
 	if err != nil {
-		fmt.Fprintln(stderr, "yuzu-agent:", err)
+		fmt.Fprintln(stderr, "yuzu-agent:", rows.Printable(err.Error()))
 		return exitFail, nil
 	}
-	fmt.Fprintf(stdout, "name: %s\nversion: %s\ndescription: %s\nsdk_version: %s\nactions:\n", m.Name, m.Version, m.Description, m.SDKVersion)
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	for _, a := range m.Actions {
-		fmt.Fprintf(tw, "  %s\tlinux=%s\tdarwin=%s\twindows=%s\t%s\n", a.Name, leg(a.Linux), leg(a.Darwin), leg(a.Windows), a.Description)
-	}
-	_ = tw.Flush()
+	printManifest(stdout, m)
 	return exitOK, nil
 }
 
-func leg(l sdk.OSLeg) string {
-	s := l.Support.String()
-	if l.Mechanism != "" {
-		s += "(" + l.Mechanism + ")"
+// printManifest writes a plugin's manifest for people: identity, then per action its
+// support per OS, parameters with their rules, the rows it writes and its result
+// columns, then the definitions it ships.
+func printManifest(w io.Writer, m host.Manifest) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	p("name: %s\nversion: %s\ndescription: %s\nsdk_version: %s\nactions:\n",
+		cell(m.Name), cell(m.Version), cell(m.Description), cell(m.SDKVersion))
+	for _, a := range m.Actions {
+		p("  %s: %s\n", cell(a.Name), cell(a.Description))
+		p("    support: linux=%s darwin=%s windows=%s\n", support(a.Linux), support(a.Darwin), support(a.Windows))
+		if len(a.Params) == 0 {
+			p("    parameters: none\n")
+		} else {
+			p("    parameters:\n")
+			for i := range a.Params {
+				p("      %s\n", paramLine(&a.Params[i]))
+			}
+		}
+		for _, r := range a.Rows {
+			p("    row: %s\n", cell(strings.Join(append([]string{r.Kind}, columnNames(r.Columns)...), "|")))
+		}
+		p("    columns: %s\n", cell(strings.Join(columnNames(a.Columns), ", ")))
 	}
-	return s
+	if len(m.Definitions) > 0 {
+		p("definitions:\n")
+		defs, err := definition.ParseFiles(m.Definitions)
+		if err != nil {
+			p("  (do not parse: %s)\n", cell(err.Error()))
+		}
+		for _, d := range defs {
+			p("  %s: %s/%s (%s, %s, ttl %ds, %s)\n", cell(d.ID), cell(d.Plugin), cell(d.Action), d.Type, strings.Join(d.Platforms, ","), d.TTLSeconds, d.Approval)
+		}
+	}
+}
+
+func support(s sdk.OSSupport) string {
+	out := s.Level.String()
+	if s.Mechanism != "" {
+		out += "(" + cell(s.Mechanism) + ")"
+	}
+	return out
+}
+
+func columnNames(cols []sdk.Column) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = c.Name
+		if c.Type != sdk.TypeString {
+			out[i] += ":" + string(c.Type)
+		}
+	}
+	return out
+}
+
+// paramLine describes one declared parameter on one line, e.g.
+// `key string required maxLength=64 pattern=^[a-z]+$ — Tag key`.
+func paramLine(p *sdk.Parameter) string {
+	parts := []string{cell(p.Name), string(p.Type)}
+	if p.Required {
+		parts = append(parts, "required")
+	}
+	if p.Default != nil {
+		parts = append(parts, "default="+strconv.Quote(*p.Default))
+	}
+	if p.MinLength != nil {
+		parts = append(parts, "minLength="+strconv.Itoa(*p.MinLength))
+	}
+	if p.MaxLength != nil {
+		parts = append(parts, "maxLength="+strconv.Itoa(*p.MaxLength))
+	}
+	if p.Pattern != "" {
+		parts = append(parts, "pattern="+cell(p.Pattern))
+	}
+	if p.Enum != nil {
+		parts = append(parts, "enum="+cell(strings.Join(p.Enum, "|")))
+	}
+	if p.Minimum != nil {
+		parts = append(parts, "minimum="+strconv.FormatInt(*p.Minimum, 10))
+	}
+	if p.Maximum != nil {
+		parts = append(parts, "maximum="+strconv.FormatInt(*p.Maximum, 10))
+	}
+	if p.Clamped {
+		parts = append(parts, "clamped")
+	}
+	line := strings.Join(parts, " ")
+	if p.Description != "" {
+		line += " — " + cell(p.Description)
+	}
+	return line
 }
 
 // addPlugin trusts a plugin binary: it copies the file into the plugin dir when it is
-// elsewhere, refuses it if group- or world-writable, records its SHA-256 in the
-// manifest, and starts it once to check that it is a yuzu plugin of that name. When
-// the check fails the manifest is put back as it was.
+// elsewhere, records its SHA-256 in the manifest, starts it once to check that it is a
+// yuzu plugin of that name whose definitions agree with its declarations, and keeps
+// the change only then. A refusal leaves the plugin dir exactly as it was.
 func addPlugin(ctx context.Context, cfg config, log hclog.Logger, file string, stdout, stderr io.Writer) int {
 	fail := func(format string, args ...any) int {
-		fmt.Fprintf(stderr, "yuzu-agent: plugins add: "+format+"\n", args...)
+		fmt.Fprintln(stderr, "yuzu-agent: plugins add: "+printableLines(fmt.Sprintf(format, args...)))
 		return exitFail
 	}
 	base := filepath.Base(file)
@@ -113,29 +206,32 @@ func addPlugin(ctx context.Context, cfg config, log hclog.Logger, file string, s
 	if !ok {
 		return fail("%s: a plugin binary's name must start with %s", file, supervisor.BinaryPrefix)
 	}
-	dest := filepath.Join(cfg.pluginDir, base)
-	if err := os.MkdirAll(cfg.pluginDir, 0o755); err != nil {
+	if err := atomicfile.MkdirAll(cfg.pluginDir, 0o755); err != nil {
 		return fail("%v", err)
 	}
-	if !sameFile(file, dest) {
-		if err := copyExecutable(file, dest); err != nil {
-			return fail("copy %s into %s: %v", file, cfg.pluginDir, err)
+	dest := filepath.Join(cfg.pluginDir, base)
+	var undo []func()
+	rollback := func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
 		}
 	}
-	fi, err := os.Stat(dest)
-	if err != nil {
-		return fail("%v", err)
+	if !sameFile(file, dest) {
+		restoreDest, err := replaceWithCopy(file, dest)
+		if err != nil {
+			return fail("copy %s into %s: %v", file, cfg.pluginDir, err)
+		}
+		undo = append(undo, restoreDest)
 	}
-	if fi.Mode().Perm()&0o022 != 0 {
-		return fail("%s is group- or world-writable (mode %04o); fix with chmod go-w", dest, fi.Mode().Perm())
-	}
-	sum, err := manifest.HashFile(dest)
+	sum, err := hashBinary(dest)
 	if err != nil {
+		rollback()
 		return fail("%v", err)
 	}
 	old, err := manifest.Read(cfg.pluginDir)
 	hadManifest := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		rollback()
 		return fail("%v", err)
 	}
 	next := manifest.Manifest{}
@@ -144,29 +240,111 @@ func addPlugin(ctx context.Context, cfg config, log hclog.Logger, file string, s
 	}
 	next[base] = sum
 	if err := next.Write(cfg.pluginDir); err != nil {
+		rollback()
 		return fail("%v", err)
 	}
-	restore := func() {
+	undo = append(undo, func() {
 		if !hadManifest {
 			_ = os.Remove(filepath.Join(cfg.pluginDir, manifest.FileName))
 			return
 		}
 		_ = old.Write(cfg.pluginDir)
+	})
+	m, err := describeNew(ctx, cfg, log, name)
+	if err != nil {
+		rollback()
+		return fail("%s does not work as a yuzu plugin; the plugin dir is unchanged: %v", dest, err)
 	}
+	if problems := checkShipped(m); len(problems) > 0 {
+		rollback()
+		var b strings.Builder
+		for _, p := range problems {
+			b.WriteString("\n  " + rows.Printable(p))
+		}
+		return fail("%s %s: its definitions disagree with its declarations; the plugin dir is unchanged:%s", m.Name, m.Version, b.String())
+	}
+	fmt.Fprintf(stdout, "added %s: %s %s, %d actions, %d definitions, sha256 %s\n", rows.Printable(dest), cell(m.Name), cell(m.Version),
+		len(m.Actions), countDefinitions(m), hex.EncodeToString(sum))
+	return exitOK
+}
+
+// printableLines escapes each line of a message that may quote plugin-supplied text,
+// keeping the line breaks the agent put there itself.
+func printableLines(msg string) string {
+	lines := strings.Split(msg, "\n")
+	for i, l := range lines {
+		lines[i] = rows.Printable(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// describeNew starts the plugin once and returns its manifest.
+func describeNew(ctx context.Context, cfg config, log hclog.Logger, name string) (host.Manifest, error) {
 	sup, err := newSupervisor(cfg, log)
 	if err != nil {
-		restore()
-		return fail("%v", err)
+		return host.Manifest{}, err
 	}
+	defer sup.Close()
 	ctx, cancel := context.WithTimeout(ctx, startWait)
 	defer cancel()
-	m, derr := sup.Describe(ctx, name)
-	sup.Close()
-	if derr != nil {
-		restore()
-		return fail("%s does not work as a yuzu plugin, manifest left unchanged: %v", dest, derr)
+	return sup.Describe(ctx, name)
+}
+
+// checkShipped lists how a plugin's definitions disagree with its declarations (nil
+// when they agree or it ships none).
+func checkShipped(m host.Manifest) []string {
+	if len(m.Definitions) == 0 {
+		return nil
 	}
-	fmt.Fprintf(stdout, "added %s: %s %s, %d actions, sha256 %s\n", dest, m.Name, m.Version, len(m.Actions), hex.EncodeToString(sum))
+	defs, err := definition.ParseFiles(m.Definitions)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, d := range definition.CheckAgreement(m.Name, m.Actions, defs) {
+		out = append(out, d.Error())
+	}
+	return out
+}
+
+func countDefinitions(m host.Manifest) int {
+	defs, _ := definition.ParseFiles(m.Definitions)
+	return len(defs)
+}
+
+// removePlugin stops trusting a plugin: its line leaves the manifest and its binary
+// leaves the plugin dir.
+func removePlugin(cfg config, name string, stdout, stderr io.Writer) int {
+	fail := func(format string, args ...any) int {
+		fmt.Fprintln(stderr, "yuzu-agent: plugins remove: "+rows.Printable(fmt.Sprintf(format, args...)))
+		return exitFail
+	}
+	base := supervisor.BinaryPrefix + name
+	if _, ok := supervisor.PluginName(base); !ok || strings.ContainsAny(name, `/\`) || name == "" {
+		return fail("%q is not a plugin name", name)
+	}
+	m, err := manifest.Read(cfg.pluginDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fail("%v", err)
+	}
+	var file string
+	for _, candidate := range []string{base, base + ".exe"} {
+		if _, ok := m[candidate]; ok {
+			file = candidate
+		}
+	}
+	if file == "" {
+		return fail("no plugin %s is listed in %s", name, filepath.Join(cfg.pluginDir, manifest.FileName))
+	}
+	delete(m, file)
+	if err := m.Write(cfg.pluginDir); err != nil {
+		return fail("%v", err)
+	}
+	path := filepath.Join(cfg.pluginDir, file)
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fail("%s is no longer trusted, but its binary could not be removed: %v", path, err)
+	}
+	fmt.Fprintf(stdout, "removed %s\n", rows.Printable(path))
 	return exitOK
 }
 
@@ -182,32 +360,47 @@ func sameFile(a, b string) bool {
 	return os.SameFile(fa, fb)
 }
 
-// copyExecutable copies src to dest through a temp file renamed into place, mode 0755.
-func copyExecutable(src, dest string) error {
-	in, err := os.Open(src)
+// hashBinary returns the SHA-256 of a plugin binary, read the way the supervisor
+// reads it (no link, a regular file, bounded).
+func hashBinary(path string) ([]byte, error) {
+	f, fi, err := safefile.Open(path)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	defer f.Close()
+	if fi.Size() > supervisor.MaxBinaryBytes {
+		return nil, fmt.Errorf("%s is %d bytes, over the %d-byte limit for a plugin", path, fi.Size(), supervisor.MaxBinaryBytes)
+	}
+	return manifest.HashReader(f)
+}
+
+// replaceWithCopy copies src to dest through a temp file renamed into place (mode
+// 0755), keeping any earlier dest aside so that the returned undo puts it back.
+func replaceWithCopy(src, dest string) (undo func(), err error) {
+	in, fi, err := safefile.Open(src)
+	if err != nil {
+		return nil, err
 	}
 	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dest), filepath.Base(dest)+".tmp.")
+	if fi.Size() > supervisor.MaxBinaryBytes {
+		return nil, fmt.Errorf("%s is %d bytes, over the %d-byte limit for a plugin", src, fi.Size(), supervisor.MaxBinaryBytes)
+	}
+	prev, hadPrev := []byte(nil), false
+	if data, err := safefile.ReadFile(dest, supervisor.MaxBinaryBytes); err == nil {
+		prev, hadPrev = data, true
+	}
+	data, err := io.ReadAll(io.LimitReader(in, supervisor.MaxBinaryBytes))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, in); err != nil {
-		tmp.Close()
-		return err
+	if err := atomicfile.WriteMode(dest, data, 0o755); err != nil {
+		return nil, err
 	}
-	if err := tmp.Chmod(0o755); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), dest)
+	return func() {
+		if hadPrev {
+			_ = atomicfile.WriteMode(dest, prev, 0o755)
+		} else {
+			_ = os.Remove(dest)
+		}
+	}, nil
 }

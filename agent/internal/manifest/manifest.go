@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/yuzugo/yuzu/sdk/atomicfile"
+	"github.com/yuzugo/yuzu/sdk/safefile"
 )
 
 // FileName is the manifest's name inside the plugin directory.
@@ -60,13 +61,29 @@ func Parse(data []byte) (Manifest, error) {
 	return m, nil
 }
 
+// MaxBytes bounds the manifest: a line per plugin is about 80 bytes, so a megabyte is
+// thousands of plugins; anything larger is not a manifest we wrote.
+const MaxBytes = 1 << 20
+
 // Read loads the manifest of dir. A missing manifest is an empty one and fs.ErrNotExist.
+// The manifest decides what runs as root, so it must be a regular file (not a link, a
+// FIFO or a device), at most MaxBytes, owned by root or the agent's user and writable
+// by nobody else; otherwise Read refuses it, naming the path and the problem.
 func Read(dir string) (Manifest, error) {
-	data, err := os.ReadFile(filepath.Join(dir, FileName))
+	path := filepath.Join(dir, FileName)
+	f, fi, err := safefile.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return Manifest{}, err
 		}
+		return nil, err
+	}
+	defer f.Close()
+	if err := safefile.Trusted(fi, false); err != nil {
+		return nil, fmt.Errorf("%s is %w", path, err)
+	}
+	data, err := safefile.ReadAll(f, fi, MaxBytes)
+	if err != nil {
 		return nil, err
 	}
 	return Parse(data)
@@ -86,20 +103,23 @@ func (m Manifest) Format() []byte {
 	return b.Bytes()
 }
 
-// Write replaces the manifest of dir atomically.
+// Mode is the manifest's permission bits, whatever the umask: readable by all (it is
+// no secret), writable only by its owner.
+const Mode = 0o644
+
+// Write replaces the manifest of dir atomically, mode 0644.
 func (m Manifest) Write(dir string) error {
-	return atomicfile.Write(filepath.Join(dir, FileName), m.Format())
+	path := filepath.Join(dir, FileName)
+	if err := atomicfile.Write(path, m.Format()); err != nil {
+		return err
+	}
+	return os.Chmod(path, Mode)
 }
 
-// HashFile returns the SHA-256 of the file at path.
-func HashFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
+// HashReader returns the SHA-256 of everything r yields.
+func HashReader(r io.Reader) ([]byte, error) {
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	if _, err := io.Copy(h, r); err != nil {
 		return nil, err
 	}
 	return h.Sum(nil), nil

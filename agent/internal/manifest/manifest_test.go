@@ -41,7 +41,12 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("hello\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sum, err := HashFile(bin)
+	f, err := os.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sum, err := HashReader(f)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,139 @@
+package supervisor
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+
+	"github.com/yuzugo/yuzu/agent/internal/manifest"
+	"github.com/yuzugo/yuzu/sdk/safefile"
+)
+
+// MaxBinaryBytes bounds a plugin binary the agent will hash and run. Go plugins are
+// tens of megabytes; a gigabyte is not a plugin, and hashing it would stall the start.
+const MaxBinaryBytes = 1 << 30
+
+// image is a plugin binary that has been verified and can be run without the check and
+// the run ever seeing different bytes: the bytes are hashed through one descriptor and
+// that same descriptor (Linux) or a private copy written from those very bytes
+// (elsewhere) is what runs. A later write to the path, or a rename over it, changes
+// nothing. See docs/agent.md.
+type image struct {
+	// execPath is what to execute: /proc/self/fd/N or the private copy.
+	execPath string
+	// fd is the verified descriptor, kept open until the child has started.
+	fd *os.File
+	// tmpDir holds the private copy; removed once the child has exited.
+	tmpDir string
+}
+
+// openImage opens b without following a link, checks on the open descriptor that it
+// is a regular file owned by root or the agent's user and writable by nobody else,
+// hashes it and compares with the manifest's checksum. Every refusal is a
+// *RefusedError naming the file.
+func openImage(b Binary) (*image, error) {
+	refuse := func(reason string) error { return &RefusedError{Path: b.Path, Reason: reason} }
+	f, fi, err := safefile.Open(b.Path)
+	if err != nil {
+		return nil, refuse(err.Error())
+	}
+	if err := safefile.Trusted(fi, false); err != nil {
+		f.Close()
+		return nil, refuse(err.Error())
+	}
+	if fi.Size() > MaxBinaryBytes {
+		f.Close()
+		return nil, refuse(fmt.Sprintf("%d bytes, over the %d-byte limit for a plugin", fi.Size(), MaxBinaryBytes))
+	}
+	img, sum, err := materialize(f, b)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !bytes.Equal(sum, b.Checksum) {
+		img.release()
+		return nil, refuse(fmt.Sprintf("SHA-256 %s does not match %s; if you trust this binary, run `yuzu-agent plugins add %s`",
+			hex.EncodeToString(sum), manifest.FileName, b.Path))
+	}
+	return img, nil
+}
+
+// hashCopy hashes what is left of f (at most MaxBinaryBytes) into h, writing the same
+// bytes to w when it is not nil.
+func hashCopy(h hash.Hash, w io.Writer, f *os.File) error {
+	dst := io.Writer(h)
+	if w != nil {
+		dst = io.MultiWriter(h, w)
+	}
+	n, err := io.Copy(dst, io.LimitReader(f, MaxBinaryBytes+1))
+	if err != nil {
+		return err
+	}
+	if n > MaxBinaryBytes {
+		return errors.New("grew over the size limit while being read")
+	}
+	return nil
+}
+
+// started is called once the child runs: the descriptor is no longer needed.
+func (img *image) started() {
+	if img.fd != nil {
+		img.fd.Close()
+		img.fd = nil
+	}
+}
+
+// release frees what the image holds; call it once the child has exited (or never
+// started).
+func (img *image) release() {
+	img.started()
+	if img.tmpDir != "" {
+		_ = os.RemoveAll(img.tmpDir)
+	}
+}
+
+// copyImage writes the verified bytes of f into a private directory only the agent's
+// user can enter, and returns the copy as the image to run. It is how systems without
+// a way to execute a descriptor run exactly the bytes that were checked.
+func copyImage(f *os.File, b Binary) (*image, []byte, error) {
+	dir, err := os.MkdirTemp("", "yuzu-plugin-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("plugin %s: private copy: %w", b.Name, err)
+	}
+	img := &image{tmpDir: dir, fd: f}
+	if err := restrictDir(dir); err != nil {
+		img.release()
+		return nil, nil, fmt.Errorf("plugin %s: private copy: %w", b.Name, err)
+	}
+	name := dir + string(os.PathSeparator) + baseName(b.Path)
+	out, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o700)
+	if err != nil {
+		img.release()
+		return nil, nil, fmt.Errorf("plugin %s: private copy: %w", b.Name, err)
+	}
+	h := sha256.New()
+	err = hashCopy(h, out, f)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		img.release()
+		return nil, nil, &RefusedError{Path: b.Path, Reason: "read: " + err.Error()}
+	}
+	img.execPath = name
+	return img, h.Sum(nil), nil
+}
+
+func baseName(path string) string {
+	for i := len(path) - 1; i >= 0; i-- {
+		if os.IsPathSeparator(path[i]) {
+			return path[i+1:]
+		}
+	}
+	return path
+}

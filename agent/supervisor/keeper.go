@@ -1,0 +1,522 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/host"
+)
+
+// State is where a plugin is in its life cycle.
+type State string
+
+// The states of a plugin.
+const (
+	StateStopped  State = "stopped"  // not started yet, or stopped by the agent
+	StateStarting State = "starting" // verify, start, handshake, Describe and Configure under way
+	StateRunning  State = "running"  // child up and answering
+	StateBackoff  State = "backoff"  // child died or failed to start; restart scheduled
+	StateFailed   State = "failed"   // restart budget spent; commands refused until the failed period ends
+	StateRefused  State = "refused"  // the binary may not run (checksum, ownership, permissions, manifest)
+)
+
+// transitions is every state change the supervisor makes; anything else is a bug,
+// which transition refuses and logs. Refused is final: a binary that may not run stays
+// refused until the agent looks at the plugin dir again.
+var transitions = map[State][]State{
+	StateStopped:  {StateStarting},
+	StateStarting: {StateRunning, StateBackoff, StateFailed, StateRefused, StateStopped},
+	StateRunning:  {StateBackoff, StateFailed, StateStopped},
+	StateBackoff:  {StateStarting, StateStopped},
+	StateFailed:   {StateStarting, StateStopped},
+	StateRefused:  nil,
+}
+
+// Allowed reports whether the supervisor may move a plugin from one state to another.
+func Allowed(from, to State) bool { return slices.Contains(transitions[from], to) }
+
+// StateChange is one transition of one plugin, as pushed to subscribers.
+type StateChange struct {
+	Plugin string
+	From   State
+	To     State
+	Reason string
+	At     time.Time
+}
+
+// errShuttingDown answers commands that arrive while the agent stops.
+var errShuttingDown = errors.New("agent is shutting down")
+
+// keeper keeps one plugin alive. A single goroutine (run) owns the plugin's state and
+// reacts to events: a command needing a child, a start finishing, a child exiting, a
+// restart timer, a stop. Everything else talks to it through events, so no state is
+// shared between goroutines except the snapshot Status reads.
+type keeper struct {
+	sup    *Supervisor
+	bin    Binary
+	events chan any
+	quit   chan struct{} // closed when run returns
+
+	// Owned by run.
+	state       State
+	refused     error
+	child       *child
+	launching   bool
+	waiters     []chan<- acquired
+	restarts    []time.Time // starts after a failure within the window, oldest first
+	total       int
+	lastErr     string
+	failedUntil time.Time
+	backoff     *time.Timer
+	stopping    []chan struct{} // Close calls waiting for the child to go
+
+	mu   sync.Mutex
+	snap Status
+}
+
+// child is a running child with the reason the agent ended it, if it did.
+type child struct {
+	Child
+	reason atomic.Pointer[string]
+}
+
+// setReason records why the agent is ending the child; the first reason wins.
+func (c *child) setReason(r string) { c.reason.CompareAndSwap(nil, &r) }
+
+func (c *child) why() string {
+	if r := c.reason.Load(); r != nil {
+		return *r
+	}
+	return ""
+}
+
+type acquired struct {
+	c   *child
+	err error
+}
+
+// The events run reacts to.
+type (
+	evAcquire  struct{ reply chan<- acquired }
+	evLaunched struct {
+		c   Child
+		err error
+	}
+	evExited      struct{ c *child }
+	evBackoffDone struct{}
+	evStop        struct{ done chan struct{} }
+)
+
+func newKeeper(s *Supervisor, b Binary, refused error) *keeper {
+	k := &keeper{sup: s, bin: b, events: make(chan any, 16), quit: make(chan struct{}), state: StateStopped}
+	if refused != nil {
+		k.state, k.refused, k.lastErr = StateRefused, refused, refused.Error()
+	}
+	k.snapshot()
+	go k.run()
+	return k
+}
+
+func (k *keeper) logger() hclog.Logger { return k.sup.log.With("plugin", k.bin.Name) }
+
+// send delivers an event unless the keeper has stopped.
+func (k *keeper) send(ev any) bool {
+	select {
+	case k.events <- ev:
+		return true
+	case <-k.quit:
+		return false
+	}
+}
+
+func (k *keeper) run() {
+	defer close(k.quit)
+	for ev := range k.events {
+		switch e := ev.(type) {
+		case evAcquire:
+			k.onAcquire(e.reply)
+		case evLaunched:
+			k.onLaunched(e.c, e.err)
+		case evExited:
+			k.onExited(e.c)
+		case evBackoffDone:
+			if k.state == StateBackoff && len(k.stopping) == 0 {
+				k.launch("restart after backoff")
+			}
+		case evStop:
+			k.onStop(e.done)
+		}
+		k.snapshot()
+		if k.finished() {
+			return
+		}
+	}
+}
+
+// finished reports whether a stop has completed: nothing runs or starts any more.
+func (k *keeper) finished() bool {
+	if len(k.stopping) == 0 || k.child != nil || k.launching {
+		return false
+	}
+	for _, d := range k.stopping {
+		close(d)
+	}
+	return true
+}
+
+// transition changes the state and pushes the change. The routine steps of every
+// command (start, stop) log at debug; trouble logs at warn.
+func (k *keeper) transition(to State, reason string) {
+	from := k.state
+	if from == to {
+		return
+	}
+	if !Allowed(from, to) {
+		k.logger().Error("refused a state change the supervisor does not make", "from", from, "to", to, "reason", reason)
+		return
+	}
+	level := hclog.Debug
+	switch to {
+	case StateBackoff, StateFailed, StateRefused:
+		level = hclog.Warn
+	}
+	k.logger().Log(level, "plugin state", "from", string(from), "to", string(to), "reason", reason)
+	k.state = to
+	k.sup.publish(StateChange{Plugin: k.bin.Name, From: from, To: to, Reason: reason, At: time.Now()})
+}
+
+func (k *keeper) onAcquire(reply chan<- acquired) {
+	if len(k.stopping) > 0 {
+		reply <- acquired{err: errShuttingDown}
+		return
+	}
+	switch k.state {
+	case StateRefused:
+		reply <- acquired{err: k.refused}
+		return
+	case StateRunning:
+		reply <- acquired{c: k.child}
+		return
+	case StateFailed:
+		if time.Now().Before(k.failedUntil) {
+			reply <- acquired{err: &FailedError{Plugin: k.bin.Name, Reason: k.lastErr, Until: k.failedUntil}}
+			return
+		}
+		k.restarts = nil
+		k.waiters = append(k.waiters, reply)
+		k.launch("failed period over")
+	case StateStopped:
+		k.waiters = append(k.waiters, reply)
+		k.launch("a command needs it")
+	default: // starting, or backoff until the timer restarts it
+		k.waiters = append(k.waiters, reply)
+	}
+}
+
+// launch starts a child in the background; onLaunched gets the outcome.
+func (k *keeper) launch(reason string) {
+	if k.launching {
+		return
+	}
+	k.launching = true
+	k.transition(StateStarting, reason)
+	o := k.sup.opts
+	cfg := sdk.Config{AgentID: o.AgentID, AgentVersion: o.AgentVersion, DataDir: o.DataDir, LogLevel: o.LogLevel}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), o.StartTimeout)
+		defer cancel()
+		c, err := k.sup.launcher.Launch(ctx, k.bin, cfg)
+		if !k.send(evLaunched{c: c, err: err}) && c != nil {
+			c.Kill()
+		}
+	}()
+}
+
+func (k *keeper) onLaunched(c Child, err error) {
+	k.launching = false
+	if len(k.stopping) > 0 {
+		if c != nil {
+			k.child = &child{Child: c}
+			k.child.setReason("agent stopped the plugin")
+			k.watch(k.child)
+			go k.child.Stop(k.sup.opts.StopGrace)
+		} else {
+			k.transition(StateStopped, errShuttingDown.Error())
+		}
+		k.answer(acquired{err: errShuttingDown})
+		return
+	}
+	if err != nil {
+		var refused *RefusedError
+		if errors.As(err, &refused) {
+			k.refused, k.lastErr = err, err.Error()
+			k.transition(StateRefused, err.Error())
+		} else {
+			k.failure(err.Error())
+		}
+		k.answer(acquired{err: err})
+		return
+	}
+	k.child = &child{Child: c}
+	k.transition(StateRunning, fmt.Sprintf("pid %d", c.Pid()))
+	k.watch(k.child)
+	go k.ping(k.child)
+	k.answer(acquired{c: k.child})
+}
+
+// answer replies to every command waiting for a child.
+func (k *keeper) answer(a acquired) {
+	for _, w := range k.waiters {
+		w <- a
+	}
+	k.waiters = nil
+}
+
+// watch turns the child's exit into an event for run.
+func (k *keeper) watch(c *child) {
+	go func() {
+		<-c.Exited()
+		k.send(evExited{c: c})
+	}()
+}
+
+func (k *keeper) onExited(c *child) {
+	if k.child != c {
+		return
+	}
+	k.child = nil
+	reason := c.why()
+	if reason == "" {
+		reason = "exited unexpectedly (" + c.ExitStatus() + ")"
+	}
+	if len(k.stopping) > 0 {
+		k.transition(StateStopped, reason)
+		return
+	}
+	k.failure(reason)
+}
+
+// failure records a death or a failed start and schedules the next start, or marks the
+// plugin failed when the restart budget is spent.
+func (k *keeper) failure(reason string) {
+	o := k.sup.opts
+	now := time.Now()
+	kept := k.restarts[:0]
+	for _, t := range k.restarts {
+		if now.Sub(t) < o.RestartWindow {
+			kept = append(kept, t)
+		}
+	}
+	k.restarts = append(kept, now)
+	k.total++
+	k.lastErr = reason
+	if len(k.restarts) > o.RestartBudget {
+		k.failedUntil = now.Add(o.FailedFor)
+		k.lastErr = fmt.Sprintf("restarted %d times within %s, last error: %s", len(k.restarts)-1, Seconds(o.RestartWindow), reason)
+		k.transition(StateFailed, k.lastErr)
+		k.answer(acquired{err: &FailedError{Plugin: k.bin.Name, Reason: k.lastErr, Until: k.failedUntil}})
+		return
+	}
+	delay := o.BackoffMin << (len(k.restarts) - 1)
+	if delay > o.BackoffMax || delay <= 0 {
+		delay = o.BackoffMax
+	}
+	k.transition(StateBackoff, reason)
+	// Restart eagerly, so the plugin is warm for the next command.
+	k.backoff = time.AfterFunc(delay, func() { k.send(evBackoffDone{}) })
+}
+
+func (k *keeper) onStop(done chan struct{}) {
+	k.stopping = append(k.stopping, done)
+	if k.backoff != nil {
+		k.backoff.Stop()
+	}
+	k.answer(acquired{err: errShuttingDown})
+	switch {
+	case k.child != nil:
+		k.child.setReason("agent stopped the plugin")
+		go k.child.Stop(k.sup.opts.StopGrace)
+	case k.launching:
+		// onLaunched stops what the start produces.
+	case k.state != StateRefused:
+		k.transition(StateStopped, "agent stopping")
+	}
+}
+
+// ping checks the child every PingInterval; PingMisses missed answers in a row kill it,
+// and run then restarts it like any other death.
+func (k *keeper) ping(c *child) {
+	o := k.sup.opts
+	t := time.NewTicker(o.PingInterval)
+	defer t.Stop()
+	misses := 0
+	for {
+		select {
+		case <-c.Exited():
+			return
+		case <-t.C:
+		}
+		if err := c.Ping(o.PingInterval); err != nil {
+			misses++
+			k.logger().Warn("health ping failed", "misses", misses, "error", err)
+			if misses >= o.PingMisses {
+				k.kill(c, fmt.Sprintf("no answer to %d health pings", misses))
+				return
+			}
+		} else {
+			misses = 0
+		}
+	}
+}
+
+// kill ends the child at once with a recorded reason; run hears of the exit and
+// restarts the plugin.
+func (k *keeper) kill(c *child, reason string) {
+	c.setReason(reason)
+	k.logger().Warn("killing plugin", "pid", c.Pid(), "reason", reason)
+	c.Kill()
+}
+
+// acquire returns a running child, starting one when needed and waiting out a
+// scheduled restart.
+func (k *keeper) acquire(ctx context.Context) (*child, error) {
+	reply := make(chan acquired, 1)
+	if !k.send(evAcquire{reply: reply}) {
+		return nil, errShuttingDown
+	}
+	select {
+	case a := <-reply:
+		return a.c, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// stop ends the running child gracefully and leaves the plugin stopped; it returns
+// once the child is gone.
+func (k *keeper) stop() {
+	done := make(chan struct{})
+	if !k.send(evStop{done: done}) {
+		return
+	}
+	select {
+	case <-done:
+	case <-k.quit:
+	}
+}
+
+// snapshot publishes the state for Status; run calls it after every event.
+func (k *keeper) snapshot() {
+	st := Status{
+		Name:      k.bin.Name,
+		Path:      k.bin.Path,
+		State:     k.state,
+		Restarts:  k.total,
+		LastError: k.lastErr,
+	}
+	if k.child != nil {
+		st.Pid = k.child.Pid()
+		m := k.child.Manifest()
+		st.Version = m.Version
+		for _, a := range m.Actions {
+			st.Actions = append(st.Actions, a.Name)
+		}
+	} else {
+		k.mu.Lock()
+		st.Version, st.Actions = k.snap.Version, k.snap.Actions // last known
+		k.mu.Unlock()
+	}
+	k.mu.Lock()
+	k.snap = st
+	k.mu.Unlock()
+}
+
+func (k *keeper) status() Status {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	st := k.snap
+	st.Actions = slices.Clone(st.Actions)
+	return st
+}
+
+// execute runs one command on a running child, enforcing its deadline: past the
+// deadline plus the grace period the child is killed. A command cancelled by its
+// caller gets the same grace to stop before the child is killed.
+func (k *keeper) execute(ctx context.Context, req Request, onRows func([]string) error) (sdk.Result, error) {
+	start := time.Now()
+	deadline := req.Deadline
+	if deadline.IsZero() && req.Timeout > 0 {
+		deadline = start.Add(req.Timeout)
+	}
+	timeout := req.Timeout
+	if timeout <= 0 && !deadline.IsZero() {
+		timeout = deadline.Sub(start)
+	}
+	c, err := k.acquire(ctx)
+	if err != nil {
+		return sdk.Result{}, err
+	}
+	grace := k.sup.opts.Grace
+	var timedOut atomic.Bool
+	if !deadline.IsZero() {
+		t := time.AfterFunc(time.Until(deadline)+grace, func() {
+			timedOut.Store(true)
+			c.setReason("stopped after another command timed out")
+			k.kill(c, fmt.Sprintf("command %s passed its deadline plus %s grace", commandLabel(req), Seconds(grace)))
+		})
+		defer t.Stop()
+	}
+	finished := make(chan struct{})
+	defer close(finished)
+	stopCancelWatch := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-finished:
+		case <-t.C:
+			c.setReason("stopped after another command was cancelled and did not stop")
+			k.kill(c, fmt.Sprintf("command %s did not stop within %s of its cancellation", commandLabel(req), Seconds(grace)))
+		}
+	})
+	defer stopCancelWatch()
+
+	res, err := c.Execute(ctx, host.Command{ID: req.ID, Action: req.Action, Params: req.Params, Deadline: deadline}, onRows)
+	if err == nil {
+		return res, nil
+	}
+	if timedOut.Load() {
+		return sdk.Result{}, &TimeoutError{Plugin: k.bin.Name, Deadline: timeout}
+	}
+	if ctx.Err() != nil {
+		return sdk.Result{}, ctx.Err()
+	}
+	// The stream broke: wait for the process to be seen gone, then say how it ended.
+	select {
+	case <-c.Exited():
+		detail := c.why()
+		if detail == "" {
+			detail = k.bin.Name + " exited during the command (" + c.ExitStatus() + ")"
+		}
+		return sdk.Result{}, &CrashedError{Plugin: k.bin.Name, Detail: detail}
+	case <-time.After(2 * time.Second):
+	}
+	// Still alive but the stream failed: the protocol is broken; do not trust the child.
+	k.kill(c, "stream failed: "+err.Error())
+	return sdk.Result{}, &CrashedError{Plugin: k.bin.Name, Detail: "lost the command stream: " + err.Error()}
+}
+
+// commandLabel names a command in a log line: its action, and its id when it has one.
+func commandLabel(req Request) string {
+	if req.ID == "" {
+		return req.Action
+	}
+	return fmt.Sprintf("%s (id %q)", req.Action, req.ID)
+}

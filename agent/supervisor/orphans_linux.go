@@ -1,0 +1,31 @@
+package supervisor
+
+import (
+	"os"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/yuzugo/yuzu/sdk/proctree"
+)
+
+// sweepOrphans kills and reaps every child of the agent that is not a live plugin or
+// inside one: with the agent as child subreaper, that is exactly what dead plugins
+// left behind. The caller holds the launcher's lock, so no plugin is half-started.
+func sweepOrphans(live map[int]bool, log hclog.Logger) {
+	t := proctree.Snapshot()
+	for _, pid := range t.Children(os.Getpid()) {
+		if live[pid] {
+			continue
+		}
+		log.Warn("killing a process a plugin left behind", "pid", pid)
+		for _, d := range t.Descendants(pid) {
+			_ = syscall.Kill(d, syscall.SIGKILL)
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		go func() {
+			var ws syscall.WaitStatus
+			_, _ = syscall.Wait4(pid, &ws, 0, nil)
+		}()
+	}
+}

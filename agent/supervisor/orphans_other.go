@@ -1,0 +1,9 @@
+//go:build !linux
+
+package supervisor
+
+import "github.com/hashicorp/go-hclog"
+
+// sweepOrphans is Linux-only: elsewhere the agent cannot adopt orphans (macOS) or does
+// not need to (Windows job objects end whole trees).
+func sweepOrphans(map[int]bool, hclog.Logger) {}

@@ -1,0 +1,204 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"github.com/hashicorp/go-plugin/runner"
+
+	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/host"
+	"github.com/yuzugo/yuzu/sdk/proctree"
+)
+
+// pluginLauncher is the real Launcher: it verifies the binary (openImage), runs exactly
+// the verified bytes as a child through go-plugin with automatic mutual TLS, a clean
+// environment and its own process group or job, then describes and configures it.
+type pluginLauncher struct {
+	log         hclog.Logger
+	logLevel    hclog.Level
+	reapOrphans bool
+
+	// mu makes a start and an orphan sweep exclusive, so that a child that has just
+	// been forked is always registered before a sweep could take it for an orphan.
+	mu   sync.Mutex
+	live map[int]bool // pids of running plugin children
+}
+
+func newPluginLauncher(o Options) *pluginLauncher {
+	l := &pluginLauncher{log: o.Logger, logLevel: hclog.LevelFromString(o.LogLevel), reapOrphans: o.ReapOrphans, live: map[int]bool{}}
+	if l.reapOrphans {
+		if err := proctree.BecomeSubreaper(); err != nil && !errors.Is(err, proctree.ErrUnsupported) {
+			l.log.Warn("cannot adopt orphaned plugin descendants", "error", err)
+		}
+	}
+	if err := proctree.TieToSelf(); err != nil {
+		l.log.Warn("cannot tie plugin processes to the agent's lifetime", "error", err)
+	}
+	return l
+}
+
+// goPluginLog is the logger handed to go-plugin. The agent logs every start, exit and
+// kill itself, with reasons, so go-plugin's own lifecycle lines only show when the
+// agent is debugging; the plugins' log lines do not go through it (relayLog).
+func (l *pluginLauncher) goPluginLog() hclog.Logger {
+	if l.logLevel == hclog.Trace || l.logLevel == hclog.Debug {
+		return l.log.Named("go-plugin")
+	}
+	return hclog.NewNullLogger()
+}
+
+func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (Child, error) {
+	img, err := openImage(b)
+	if err != nil {
+		return nil, err
+	}
+	pr := &procRunner{name: b.Path, img: img, log: l.log.Named(b.Name)}
+	pr.onRun = func(pid int) { l.live[pid] = true } // under l.mu, see below
+	pr.onEnd = func() { l.ended(pr) }
+
+	cc := host.ClientConfig(nil)
+	cc.Cmd = nil
+	cc.SkipHostEnv = true
+	cc.Logger = l.goPluginLog()
+	if d, ok := ctx.Deadline(); ok {
+		cc.StartTimeout = time.Until(d)
+	}
+	cc.RunnerFunc = func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
+		// spec carries only go-plugin's variables (handshake cookie, TLS certificate,
+		// socket directory); the child gets those and the allow-listed few of ours.
+		pr.cmd = &exec.Cmd{
+			Path: img.execPath,
+			Args: []string{b.Path},
+			Env:  append(childEnv(os.Environ(), hostOS), spec.Env...),
+		}
+		proctree.Prepare(pr.cmd, true)
+		return lockedStart{pr, &l.mu}, nil
+	}
+	client := plugin.NewClient(cc)
+	cp, err := client.Client()
+	if err != nil {
+		client.Kill()
+		if pr.cmd == nil || pr.exited == nil {
+			img.release()
+		}
+		return nil, &StartError{Plugin: b.Name, Err: err}
+	}
+	c := &pluginChild{client: client, runner: pr}
+	fail := func(err error) (Child, error) {
+		_ = pr.Kill(context.Background())
+		client.Kill()
+		return nil, &StartError{Plugin: b.Name, Err: err}
+	}
+	if c.rpc, err = host.Dispense(cp); err != nil {
+		return fail(err)
+	}
+	if c.manifest, err = c.rpc.Describe(ctx); err != nil {
+		return fail(fmt.Errorf("describe: %w", err))
+	}
+	if c.manifest.Name != b.Name {
+		return fail(fmt.Errorf("binary %s says its name is %q", b.Path, c.manifest.Name))
+	}
+	if err := c.rpc.Configure(ctx, cfg); err != nil {
+		return fail(fmt.Errorf("configure: %w", err))
+	}
+	return c, nil
+}
+
+// lockedStart starts the child while holding the launcher's lock (see pluginLauncher.mu).
+type lockedStart struct {
+	*procRunner
+	mu *sync.Mutex
+}
+
+func (s lockedStart) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.procRunner.Start(ctx)
+}
+
+// ended forgets a child that has exited and, when the agent adopts orphans, kills
+// whatever that child left behind.
+func (l *pluginLauncher) ended(pr *procRunner) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.live, pr.cmd.Process.Pid)
+	if l.reapOrphans {
+		sweepOrphans(l.live, l.log)
+	}
+}
+
+// close runs a last sweep when the supervisor closes.
+func (l *pluginLauncher) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.reapOrphans {
+		sweepOrphans(l.live, l.log)
+	}
+}
+
+// pluginChild is a running plugin process.
+type pluginChild struct {
+	client   *plugin.Client
+	runner   *procRunner
+	rpc      *host.Client
+	manifest host.Manifest
+}
+
+func (c *pluginChild) Manifest() host.Manifest { return c.manifest }
+
+func (c *pluginChild) Execute(ctx context.Context, cmd host.Command, onRows func([]string) error) (sdk.Result, error) {
+	return c.rpc.Execute(ctx, cmd, onRows)
+}
+
+func (c *pluginChild) Ping(timeout time.Duration) error {
+	cp, err := c.client.Client()
+	if err != nil {
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- cp.Ping() }()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case err := <-errc:
+		return err
+	case <-t.C:
+		return fmt.Errorf("no answer within %s", Seconds(timeout))
+	case <-c.runner.exited:
+		return errors.New("process exited")
+	}
+}
+
+func (c *pluginChild) Exited() <-chan struct{} { return c.runner.exited }
+
+func (c *pluginChild) ExitStatus() string { return c.runner.exitStatus() }
+
+// Kill ends the process tree at once, then lets go-plugin release the connection.
+func (c *pluginChild) Kill() {
+	_ = c.runner.Kill(context.Background())
+	go c.client.Kill()
+}
+
+// Stop closes the connection (the plugin takes it as the signal to stop) and kills the
+// process if it has not exited within grace.
+func (c *pluginChild) Stop(grace time.Duration) {
+	go c.client.Kill()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-c.runner.exited:
+	case <-t.C:
+		_ = c.runner.Kill(context.Background())
+		<-c.runner.exited
+	}
+}
+
+func (c *pluginChild) Pid() int { return c.runner.cmd.Process.Pid }

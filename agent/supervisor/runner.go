@@ -1,0 +1,156 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/yuzugo/yuzu/sdk/proctree"
+)
+
+// pipeGrace is how long the agent keeps reading a child's output pipes after the child
+// has exited: long enough for its last lines, short enough that a grandchild holding a
+// pipe open cannot keep the child's end unnoticed.
+const pipeGrace = time.Second
+
+// procRunner runs one plugin child for go-plugin (it implements go-plugin's
+// runner.Runner) and owns the process: the group everything it starts belongs to, its
+// exit (noticed by waiting on the process itself, never by polling), how it ended, and
+// the relay of its stderr into the agent's log.
+type procRunner struct {
+	cmd   *exec.Cmd
+	name  string // the binary's path, for messages
+	img   *image
+	log   hclog.Logger // the plugin's log, named after it
+	onRun func(pid int)
+	onEnd func()
+
+	stdout io.ReadCloser
+	stderr io.ReadCloser
+	group  *proctree.Group
+
+	exited chan struct{}
+	mu     sync.Mutex
+	state  *os.ProcessState
+	werr   error
+}
+
+func (r *procRunner) Start(context.Context) error {
+	var err error
+	if r.stdout, err = r.cmd.StdoutPipe(); err != nil {
+		return err
+	}
+	if r.stderr, err = r.cmd.StderrPipe(); err != nil {
+		return err
+	}
+	if err := r.cmd.Start(); err != nil {
+		r.img.release()
+		return err
+	}
+	r.img.started()
+	if r.group, err = proctree.Attach(r.cmd); err != nil {
+		// Unbounded, it could leave processes behind: end it before it does anything.
+		_ = r.cmd.Process.Kill()
+		_, _ = r.cmd.Process.Wait()
+		r.img.release()
+		return err
+	}
+	if r.onRun != nil {
+		r.onRun(r.cmd.Process.Pid)
+	}
+	r.exited = make(chan struct{})
+	go relayLog(r.stderr, r.log)
+	go r.wait()
+	return nil
+}
+
+// wait reaps the process as soon as it exits, records how, and then gives the output
+// pipes a moment to drain before closing them.
+func (r *procRunner) wait() {
+	st, err := r.cmd.Process.Wait()
+	r.mu.Lock()
+	r.state, r.werr = st, err
+	r.mu.Unlock()
+	close(r.exited)
+	r.group.Close()
+	r.img.release()
+	if r.onEnd != nil {
+		r.onEnd()
+	}
+	time.AfterFunc(pipeGrace, func() {
+		r.stdout.Close()
+		r.stderr.Close()
+	})
+}
+
+// Wait returns once the process has exited. go-plugin calls it after its handshake
+// reader is done.
+func (r *procRunner) Wait(context.Context) error {
+	if r.exited == nil {
+		return errors.New("not started")
+	}
+	<-r.exited
+	return nil
+}
+
+// Kill ends the process and everything it started, unless it has already exited (its
+// pid, and with it the group id, may then belong to someone else).
+func (r *procRunner) Kill(context.Context) error {
+	if r.exited == nil {
+		return nil
+	}
+	select {
+	case <-r.exited:
+		return nil
+	default:
+	}
+	return r.group.Kill()
+}
+
+func (r *procRunner) Stdout() io.ReadCloser { return r.stdout }
+
+// Stderr is empty for go-plugin: the agent relays the plugin's stderr itself (relayLog),
+// so that a hostile log line can neither crash the agent nor forge its log.
+func (r *procRunner) Stderr() io.ReadCloser { return io.NopCloser(strings.NewReader("")) }
+
+func (r *procRunner) Name() string { return r.name }
+
+func (r *procRunner) Diagnose(context.Context) string {
+	return "the file may not be a yuzu plugin built for this platform, or it failed before its handshake (see its log lines above)"
+}
+
+func (r *procRunner) ID() string {
+	if r.cmd.Process == nil {
+		return ""
+	}
+	return strconv.Itoa(r.cmd.Process.Pid)
+}
+
+func (r *procRunner) PluginToHost(network, addr string) (string, string, error) {
+	return network, addr, nil
+}
+
+func (r *procRunner) HostToPlugin(network, addr string) (string, string, error) {
+	return network, addr, nil
+}
+
+// exitStatus says how the process ended, once it has.
+func (r *procRunner) exitStatus() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state == nil {
+		if r.werr != nil {
+			return "unknown exit: " + r.werr.Error()
+		}
+		return "still running"
+	}
+	return describeExit(r.state)
+}
