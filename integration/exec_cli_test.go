@@ -66,7 +66,17 @@ func TestUsageErrors(t *testing.T) {
 		{"bad timeout", append(dirs, "--timeout=soon", "exec", "tags", "count"), `--timeout "soon"`},
 		{"bad log level", append(dirs, "--log-level", "loud", "exec", "tags", "count"), `--log-level "loud"`},
 		{"bad log format", append(dirs, "--log-format", "xml", "exec", "tags", "count"), `--log-format "xml"`},
-		{"plugins bad subcommand", append(dirs, "plugins", "remove"), `plugins: unknown subcommand "remove"`},
+		{"plugins bad subcommand", append(dirs, "plugins", "frob"), `plugins: unknown subcommand "frob"`},
+		{"plugins remove without name", append(dirs, "plugins", "remove"), "plugins remove needs exactly one NAME"},
+		{"single-dash flag", append(dirs, "-data-dir", "/d", "exec", "tags", "count"), "flag -data-dir: flags are spelled --name or --name=value"},
+		{"triple-dash flag", append(dirs, "---data-dir=/d", "exec", "tags", "count"), "flag ---data-dir=/d: flags are spelled --name or --name=value"},
+		{"flag given twice", append(dirs, "exec", "tags", "count", "--data-dir", "/other"), "flag --data-dir given twice"},
+		{"empty data dir", []string{"--plugin-dir", "/p", "--data-dir", "", "exec", "tags", "count"}, "--data-dir needs a directory, not an empty value"},
+		{"huge timeout", append(dirs, "--timeout", "1e300", "exec", "tags", "count"), `--timeout "1e300": 1e300 seconds is longer than the 168h0m0s maximum`},
+		{"huge timeout duration", append(dirs, "--timeout", "9999999h", "exec", "tags", "count"), `--timeout "9999999h": 9999999h is longer than the 168h0m0s maximum`},
+		{"NaN timeout", append(dirs, "--timeout", "NaN", "exec", "tags", "count"), `--timeout "NaN": must be positive`},
+		{"parameter not UTF-8", append(dirs, "exec", "tags", "set", "key=a\xff"), "argument 8 is not valid UTF-8: key=a\ufffd"},
+		{"flag value not UTF-8", append(dirs, "--agent-id", "a\xffb", "exec", "tags", "count"), `flag --agent-id: value is not valid UTF-8`},
 		{"plugins add without file", append(dirs, "plugins", "add"), "plugins add needs exactly one FILE"},
 		{"describe without plugin", append(dirs, "describe"), "describe needs exactly one PLUGIN"},
 	}
@@ -105,7 +115,6 @@ func TestGlobalFlags(t *testing.T) {
 		{"before", nil, []string{"--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "exec", "tags", "get", "key=where"}},
 		{"after", nil, []string{"exec", "tags", "get", "key=where", "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir}},
 		{"between", nil, []string{"exec", "--plugin-dir=" + w.pluginDir, "tags", "--data-dir=" + w.dataDir, "get", "key=where"}},
-		{"mixed with single dash", nil, []string{"-plugin-dir", w.pluginDir, "exec", "tags", "get", "key=where", "-data-dir=" + w.dataDir}},
 		{"environment", []string{"YUZU_PLUGIN_DIR=" + w.pluginDir, "YUZU_DATA_DIR=" + w.dataDir}, []string{"exec", "tags", "get", "key=where"}},
 		{"flag beats environment", []string{"YUZU_PLUGIN_DIR=" + wrong, "YUZU_DATA_DIR=" + wrong},
 			[]string{"exec", "tags", "get", "key=where", "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir}},
@@ -145,6 +154,10 @@ func TestGlobalFlags(t *testing.T) {
 	})
 }
 
+// checksumMismatch stands for the refusal of a binary whose SHA-256 is not the listed
+// one; the message names the actual checksum and how to trust the binary.
+const checksumMismatch = "(checksum mismatch)"
+
 // TestRefusedBinaries: a plugin binary that may not run is refused with a message
 // naming the file, and the command fails with exit 1 (ARCHITECTURE, supervisor
 // duties). Others in the same dir still run.
@@ -166,7 +179,7 @@ func TestRefusedBinaries(t *testing.T) {
 			if err := f.Close(); err != nil {
 				t.Fatal(err)
 			}
-		}, "SHA-256 does not match plugins.sha256"},
+		}, checksumMismatch},
 		{"group-writable", func(t *testing.T, dir string) {
 			if err := os.Chmod(filepath.Join(dir, tagsBin), 0o775); err != nil {
 				t.Fatal(err)
@@ -182,7 +195,7 @@ func TestRefusedBinaries(t *testing.T) {
 		}, "not listed in plugins.sha256 (add it with `yuzu-agent plugins add`)"},
 		{"listed with another checksum", func(t *testing.T, dir string) {
 			writeFile(t, filepath.Join(dir, "plugins.sha256"), built.sums[sleeperBin]+"  "+tagsBin+"\n"+built.sums[sleeperBin]+"  "+sleeperBin+"\n", 0o644)
-		}, "SHA-256 does not match plugins.sha256"},
+		}, checksumMismatch},
 		{"no manifest", func(t *testing.T, dir string) {
 			if err := os.Remove(filepath.Join(dir, "plugins.sha256")); err != nil {
 				t.Fatal(err)
@@ -199,7 +212,15 @@ func TestRefusedBinaries(t *testing.T) {
 			w.pluginDir = copyPluginDir(t, tagsBin, sleeperBin)
 			c.spoil(t, w.pluginDir)
 			path := filepath.Join(w.pluginDir, tagsBin)
-			w.expect(agentError("plugin binary "+path+" refused: "+c.reason), 1, "tags", "count")
+			reason := c.reason
+			if reason == checksumMismatch {
+				sum, err := fileSHA256(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				reason = "SHA-256 " + sum + " does not match plugins.sha256; if you trust this binary, run `yuzu-agent plugins add " + path + "`"
+			}
+			w.expect(agentError("plugin binary "+path+" refused: "+reason), 1, "tags", "count")
 			if c.name == "unlisted" || c.name == "tampered" || c.name == "group-writable" || c.name == "world-writable" {
 				w.expect("ok|sleeper\n"+undeclared, 0, "sleeper", "ok")
 			}
@@ -287,8 +308,20 @@ func TestPluginsList(t *testing.T) {
 		}
 	}
 	d := runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "describe", "tags")
-	if d.code != 0 || !strings.HasPrefix(d.stdout, "name: tags\nversion: 0.1.0\n") || !regexp.MustCompile(`\n  set +linux=supported\(local_json_store\) +darwin=supported`).MatchString(d.stdout) {
-		t.Errorf("describe tags:\n%s", d)
+	for _, want := range []string{
+		"name: tags\nversion: 0.1.0\n",
+		"\n  set: Sets a tag",
+		"\n    support: linux=supported(local_json_store) darwin=supported(local_json_store) windows=supported(local_json_store)\n",
+		"\n      key string required maxLength=64 pattern=^[a-zA-Z0-9_.:\\-]+$ — Tag key, at most 64 bytes\n",
+		"\n      value string maxLength=448 — ",
+		"\n    row: tag_set|key|value\n    columns: key, value\n",
+		"\n    row: tag|key|value\n    row: count|count:int32\n    columns: key, value, count:int32\n",
+		"\ndefinitions:\n  device.tags.set: tags/set (action, windows,linux,darwin, ttl 60s, auto)\n",
+		"\n  device.tags.clear: tags/clear (action, windows,linux,darwin, ttl 60s, role-gated)\n",
+	} {
+		if d.code != 0 || !strings.Contains(d.stdout, want) {
+			t.Errorf("describe tags: want %q in:\n%s", want, d)
+		}
 	}
 	d = runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "describe", "nope")
 	if d.code != 1 || !strings.Contains(d.stderr, "plugin not found: nope") {
@@ -308,7 +341,7 @@ func TestPluginsAdd(t *testing.T) {
 	w.expect(agentError("plugin not found: hello"), 1, "hello", "greet", "name=x")
 	r := runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins", "add", elsewhere)
 	dest := filepath.Join(w.pluginDir, helloBin)
-	wantOut := "added " + dest + ": hello 1.0.0, 1 actions, sha256 " + built.sums[helloBin] + "\n"
+	wantOut := "added " + dest + ": hello 1.0.0, 1 actions, 1 definitions, sha256 " + built.sums[helloBin] + "\n"
 	if r.code != 0 || r.stdout != wantOut {
 		t.Fatalf("plugins add: want %q:\n%s", wantOut, r)
 	}
@@ -333,11 +366,44 @@ func TestPluginsAdd(t *testing.T) {
 	writeFile(t, fake, "#!/bin/sh\nexit 0\n", 0o755)
 	before := readFile(t, filepath.Join(w.pluginDir, "plugins.sha256"))
 	r = runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins", "add", fake)
-	if r.code != 1 || !strings.Contains(r.stderr, "does not work as a yuzu plugin, manifest left unchanged") {
+	if r.code != 1 || !strings.Contains(r.stderr, "does not work as a yuzu plugin; the plugin dir is unchanged") {
 		t.Errorf("plugins add of a non-plugin: want exit 1 and why:\n%s", r)
 	}
 	if after := readFile(t, filepath.Join(w.pluginDir, "plugins.sha256")); after != before {
 		t.Errorf("manifest changed by a failed add:\n%s", after)
+	}
+	if _, err := os.Lstat(filepath.Join(w.pluginDir, "yuzu-plugin-fake")); err == nil {
+		t.Error("a refused add left its binary in the plugin dir")
+	}
+	// A plugin whose definitions disagree with its declarations is refused, naming the
+	// field, and leaves nothing behind.
+	mm := filepath.Join(t.TempDir(), mismatchBin)
+	if err := copyFile(binPath(mismatchBin), mm, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r = runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins", "add", mm)
+	if r.code != 1 || !strings.Contains(r.stderr, "mismatch 0.0.1: its definitions disagree with its declarations; the plugin dir is unchanged:\n"+
+		"  test.mismatch.echo: spec.parameters.name.maxLength: definition says 20, plugin declares 10") {
+		t.Errorf("plugins add of a plugin with disagreeing definitions: want exit 1 and the field:\n%s", r)
+	}
+	if after := readFile(t, filepath.Join(w.pluginDir, "plugins.sha256")); after != before {
+		t.Errorf("manifest changed by a refused add:\n%s", after)
+	}
+	if _, err := os.Lstat(filepath.Join(w.pluginDir, mismatchBin)); err == nil {
+		t.Error("a refused add left its binary in the plugin dir")
+	}
+	// remove stops trusting a plugin and takes its binary away.
+	r = runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins", "remove", "hello")
+	if r.code != 0 || r.stdout != "removed "+dest+"\n" {
+		t.Errorf("plugins remove hello:\n%s", r)
+	}
+	if _, err := os.Lstat(dest); err == nil || strings.Contains(readFile(t, filepath.Join(w.pluginDir, "plugins.sha256")), helloBin) {
+		t.Error("plugins remove left the binary or its manifest line")
+	}
+	w.expect(agentError("plugin not found: hello"), 1, "hello", "greet", "name=x")
+	r = runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins", "remove", "hello")
+	if r.code != 1 || !strings.Contains(r.stderr, "no plugin hello is listed in") {
+		t.Errorf("plugins remove of an unlisted plugin: want exit 1:\n%s", r)
 	}
 	// A file not named like a plugin binary is refused up front.
 	r = runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins", "add", binPath(agentBin))

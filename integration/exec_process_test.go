@@ -27,8 +27,8 @@ func TestExecPluginFailures(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"exit", []string{"crasher", "crash"}, "before|crash\n" + agentError("plugin crashed: crasher exited during the command")},
-		{"sigkill", []string{"crasher", "kill"}, "before|kill\n" + agentError("plugin crashed: crasher exited during the command")},
+		{"exit", []string{"crasher", "crash"}, "before|crash\n" + agentError("plugin crashed: crasher exited during the command (exit status 3)")},
+		{"sigkill", []string{"crasher", "kill"}, "before|kill\n" + agentError("plugin crashed: crasher exited during the command (killed by signal 9 (killed))")},
 		// A panic is caught by the SDK: the plugin answers, it does not die.
 		{"panic", []string{"crasher", "panic"}, "error|plugin panicked in panic: crasher was asked to panic\n" + undeclared + rc1},
 		{"hang past the deadline", []string{"--timeout", "1", "sleeper", "sleep", "seconds=60"}, agentError("plugin timed out after 1s")},

@@ -17,7 +17,6 @@ require (
 	github.com/mattn/go-colorable v0.1.12 // indirect
 	github.com/mattn/go-isatty v0.0.17 // indirect
 	github.com/oklog/run v1.1.0 // indirect
-	github.com/yuzugo/yuzu/proto v0.0.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
@@ -30,6 +29,5 @@ require (
 replace (
 	github.com/yuzugo/yuzu/agent => ../agent
 	github.com/yuzugo/yuzu/definitions => ../definitions
-	github.com/yuzugo/yuzu/proto => ../proto
 	github.com/yuzugo/yuzu/sdk => ../sdk
 )

@@ -24,21 +24,26 @@ import (
 
 // Names of the binaries TestMain builds, as they are called inside a plugin dir.
 const (
-	agentBin   = "yuzu-agent"
-	tagsBin    = "yuzu-plugin-tags"
-	sleeperBin = "yuzu-plugin-sleeper"
-	crasherBin = "yuzu-plugin-crasher"
-	helloBin   = "yuzu-plugin-hello"
+	agentBin    = "yuzu-agent"
+	tagsBin     = "yuzu-plugin-tags"
+	sleeperBin  = "yuzu-plugin-sleeper"
+	crasherBin  = "yuzu-plugin-crasher"
+	helloBin    = "yuzu-plugin-hello"
+	mismatchBin = "yuzu-plugin-mismatch"
 )
+
+// shipped lists the plugins `make build` ships (every plugin-NAME module), by name.
+var shipped []string
 
 // builds maps each binary name to the package it is built from, relative to the
 // repository root.
 var builds = map[string]string{
-	agentBin:   "./agent/cmd/yuzu-agent",
-	tagsBin:    "./plugin-tags",
-	sleeperBin: "./integration/testplugins/sleeper",
-	crasherBin: "./integration/testplugins/crasher",
-	helloBin:   "./sdk/examples/hello",
+	agentBin:    "./agent/cmd/yuzu-agent",
+	tagsBin:     "./plugin-tags",
+	sleeperBin:  "./integration/testplugins/sleeper",
+	crasherBin:  "./integration/testplugins/crasher",
+	helloBin:    "./sdk/examples/hello",
+	mismatchBin: "./integration/testplugins/mismatch",
 }
 
 // built describes the binaries of this run. binDir also holds plugins.sha256 listing
@@ -88,6 +93,15 @@ func buildAll(dir string) error {
 		return fmt.Errorf("expected the repository root (with go.work) above %s: %w", wd, err)
 	}
 	built.root, built.binDir = root, dir
+	// Every shipped plugin (a plugin-NAME module at the root) is built too, so a new
+	// plugin is covered by the tests over all shipped plugins without a change here.
+	mods, _ := filepath.Glob(filepath.Join(root, "plugin-*", "main.go"))
+	for _, m := range mods {
+		name := strings.TrimPrefix(filepath.Base(filepath.Dir(m)), "plugin-")
+		builds["yuzu-plugin-"+name] = "./plugin-" + name
+		shipped = append(shipped, name)
+	}
+	slices.Sort(shipped)
 	names := slices.Sorted(maps.Keys(builds))
 	args := []string{"build", "-o", dir + string(filepath.Separator)}
 	for _, n := range names {

@@ -18,7 +18,7 @@ func main() {
 
 func newPlugin() *sdk.Plugin {
 	p := sdk.New("crasher", "0.0.1", "Integration test plugin: dies mid-command on request")
-	leg := sdk.Supported(sdk.OSLeg{Support: sdk.SupportSupported, Rung: 1, Mechanism: "in_process"})
+	leg := sdk.Supported(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "in_process"})
 	p.Handle("ok", ok, sdk.Describe("Answers ok|crasher"), leg)
 	p.Handle("crash", crash, sdk.Describe("Writes row before|crash, makes sure it reached the agent, then exits with status 3"), leg)
 	p.Handle("kill", kill, sdk.Describe("Writes row before|kill, makes sure it reached the agent, then kills itself (SIGKILL)"), leg)
@@ -26,34 +26,34 @@ func newPlugin() *sdk.Plugin {
 	return p
 }
 
-func ok(_ context.Context, _ *sdk.Request, out *sdk.Output) sdk.Result {
+func ok(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	out.Row("ok", "crasher")
-	return sdk.OK()
+	return sdk.Undeclared(), nil
 }
 
-// flushRow writes a row that reaches the agent before the process dies. The SDK sends
-// a partial batch FlushInterval after its first row; the pause past that lets gRPC put
-// the batch on the wire.
+// flushRow writes a row shortly before the process dies. The SDK sends a row at once
+// when nothing else is in flight, so a brief pause is all gRPC needs to put it on the
+// wire; the agent must then show it before the crash's error row.
 func flushRow(out *sdk.Output, kind, field string) {
 	out.Row(kind, field)
-	time.Sleep(sdk.FlushInterval + 150*time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
 }
 
-func crash(_ context.Context, _ *sdk.Request, out *sdk.Output) sdk.Result {
+func crash(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	flushRow(out, "before", "crash")
 	os.Exit(3)
-	return sdk.OK() // not reached
+	return sdk.Undeclared(), nil // not reached
 }
 
-func kill(_ context.Context, _ *sdk.Request, out *sdk.Output) sdk.Result {
+func kill(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	flushRow(out, "before", "kill")
 	if self, err := os.FindProcess(os.Getpid()); err == nil {
 		_ = self.Kill() // SIGKILL on Unix
 	}
 	time.Sleep(time.Minute) // the signal is delivered before this ends
-	return sdk.OK()
+	return sdk.Undeclared(), nil
 }
 
-func panics(context.Context, *sdk.Request, *sdk.Output) sdk.Result {
+func panics(context.Context, *sdk.Request, *sdk.Output) (sdk.Result, error) {
 	panic("crasher was asked to panic")
 }

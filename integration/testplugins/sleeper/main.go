@@ -21,7 +21,7 @@ func main() {
 
 func newPlugin() *sdk.Plugin {
 	p := sdk.New("sleeper", "0.0.1", "Integration test plugin: sleeps, streams rows, reports its environment")
-	leg := sdk.Supported(sdk.OSLeg{Support: sdk.SupportSupported, Rung: 1, Mechanism: "in_process"})
+	leg := sdk.Supported(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "in_process"})
 	p.Handle("ok", ok, sdk.Describe("Answers ok|sleeper"), leg)
 	p.Handle("sleep", sleep, sdk.Describe("Sleeps seconds=N ignoring cancellation: the agent must kill it"), leg)
 	p.Handle("sleep_ctx", sleepCtx, sdk.Describe("Sleeps seconds=N or until the command is cancelled"), leg)
@@ -32,9 +32,9 @@ func newPlugin() *sdk.Plugin {
 	return p
 }
 
-func ok(_ context.Context, _ *sdk.Request, out *sdk.Output) sdk.Result {
+func ok(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	out.Row("ok", "sleeper")
-	return sdk.OK()
+	return sdk.Undeclared(), nil
 }
 
 // seconds reads the seconds parameter as a decimal number (0.2 is allowed, unlike
@@ -59,67 +59,67 @@ func (e *paramError) Error() string { return e.msg }
 // handler outlived its command.
 var active atomic.Int64
 
-func activeSleeps(_ context.Context, _ *sdk.Request, out *sdk.Output) sdk.Result {
+func activeSleeps(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	out.Row("active", strconv.FormatInt(active.Load(), 10))
-	return sdk.OK()
+	return sdk.Undeclared(), nil
 }
 
-func sleep(_ context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
+func sleep(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	active.Add(1)
 	defer active.Add(-1)
 	d, err := seconds(req)
 	if err != nil {
-		return out.Fail(err.Error())
+		return out.Fail(err.Error()), nil
 	}
 	// Deliberately blind to ctx: this is the hung handler the supervisor must kill.
 	time.Sleep(d)
 	out.Row("slept", d.String())
-	return sdk.OK()
+	return sdk.Undeclared(), nil
 }
 
-func sleepCtx(ctx context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
+func sleepCtx(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	active.Add(1)
 	defer active.Add(-1)
 	d, err := seconds(req)
 	if err != nil {
-		return out.Fail(err.Error())
+		return out.Fail(err.Error()), nil
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		out.Row("slept", d.String())
-		return sdk.OK()
+		return sdk.Undeclared(), nil
 	case <-ctx.Done():
-		return out.Fail("cancelled: " + ctx.Err().Error())
+		return out.Fail("cancelled: " + ctx.Err().Error()), nil
 	}
 }
 
 // payload is the fixed free-text field of every generated row.
 const payload = "abcdefghijklmnopqrstuvwxyz"
 
-func manyRows(_ context.Context, req *sdk.Request, out *sdk.Output) sdk.Result {
+func manyRows(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	n, ok := req.Params.Int("n", 10)
 	if !ok && req.Params.Has("n") {
-		return out.Fail("n must be an integer")
+		return out.Fail("n must be an integer"), nil
 	}
 	for i := range n {
 		out.Row("row", strconv.Itoa(i), payload)
 	}
-	return sdk.OK()
+	return sdk.Undeclared(), nil
 }
 
-func env(_ context.Context, _ *sdk.Request, out *sdk.Output) sdk.Result {
+func env(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	vars := os.Environ()
 	sort.Strings(vars)
 	for _, kv := range vars {
 		k, v, _ := strings.Cut(kv, "=")
 		out.Row("env", k, v)
 	}
-	return sdk.OK()
+	return sdk.Undeclared(), nil
 }
 
-func pid(_ context.Context, _ *sdk.Request, out *sdk.Output) sdk.Result {
+func pid(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	out.Row("pid", strconv.Itoa(os.Getpid()), strconv.Itoa(os.Getppid()))
-	return sdk.OK()
+	return sdk.Undeclared(), nil
 }
