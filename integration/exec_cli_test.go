@@ -11,7 +11,7 @@ import (
 )
 
 // TestExecAgentErrors checks the answers to failures of the agent rather than the
-// plugin (DECISIONS 2), and the plugin's own answer to an unknown action.
+// plugin (docs/agent.md), and the plugin's own answer to an unknown action.
 func TestExecAgentErrors(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, tagsBin)
@@ -100,7 +100,7 @@ func TestUsageErrors(t *testing.T) {
 
 // TestGlobalFlags: flags are accepted before and after the subcommand, in both
 // --flag value and --flag=value forms, and from YUZU_* variables; a flag beats its
-// variable (DECISIONS 28).
+// variable (docs/agent.md).
 func TestGlobalFlags(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, tagsBin)

@@ -18,7 +18,7 @@ import (
 )
 
 // TestExecPluginFailures: a plugin that crashes, panics or hangs during a command ends
-// that command honestly (DECISIONS 22 and 30); rows it sent before stay in the answer.
+// that command honestly (docs/agent.md); rows it sent before stay in the answer.
 func TestExecPluginFailures(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, crasherBin, sleeperBin)
@@ -52,7 +52,7 @@ func boolInt(b bool) int {
 }
 
 // TestExecPluginEnvironment: the plugin child inherits only the allow-list of
-// DECISIONS 31 (plus what go-plugin itself passes for the handshake).
+// docs/agent.md (plus what go-plugin itself passes for the handshake).
 func TestExecPluginEnvironment(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, sleeperBin)

@@ -30,7 +30,7 @@ func TestExecTagsActions(t *testing.T) {
 		{[]string{"tags", "get", "key=env"}, "tag|env|prod\n" + undeclared, 0},
 		{[]string{"tags", "set", "key=role", "value=web"}, "tag_set|role|web\n" + undeclared, 0},
 		{[]string{"tags", "set", "key=a.b:c-d_e", "value="}, "tag_set|a.b:c-d_e|\n" + undeclared, 0},
-		// The last field is free text: a | in a value stays raw (DECISIONS 1).
+		// The last field is free text: a | in a value stays raw (docs/sdk.md).
 		{[]string{"tags", "set", "key=pipe", "value=x|y"}, "tag_set|pipe|x|y\n" + undeclared, 0},
 		{[]string{"tags", "get_all"}, "tag|a.b:c-d_e|\ntag|env|prod\ntag|pipe|x|y\ntag|role|web\ncount|4\n" + undeclared, 0},
 		{[]string{"tags", "count"}, "count|4\n" + undeclared, 0},
@@ -60,14 +60,14 @@ func TestExecTagsActions(t *testing.T) {
 	for _, s := range steps {
 		w.expect(s.want, s.code, s.args...)
 	}
-	// clear always rewrites tags.json (DECISIONS 7): an empty object.
+	// clear always rewrites tags.json (docs/tags.md): an empty object.
 	if got := readFile(t, filepath.Join(w.dataDir, "tags.json")); got != "{}" {
 		t.Errorf("tags.json after clear = %q, want {}", got)
 	}
 }
 
 // TestExecTagsPersistence sets tags in one agent process and reads them in the next,
-// and checks the file's shape (DECISIONS 16: flat object, keys sorted, 2-space
+// and checks the file's shape (docs/tags.md: flat object, keys sorted, 2-space
 // indent).
 func TestExecTagsPersistence(t *testing.T) {
 	t.Parallel()
@@ -117,7 +117,7 @@ func TestExecTagsDefinition(t *testing.T) {
 			w := newWorld(t, tagsBin)
 			w.expect(c.want, c.code, c.args...)
 			// Refused before the plugin ran, and exec itself writes nothing
-			// (DECISIONS 33): the data dir stays empty.
+			// (docs/agent.md): the data dir stays empty.
 			if ents, _ := os.ReadDir(w.dataDir); len(ents) != 0 {
 				t.Errorf("data dir not empty after a refused command: %v", ents)
 			}
@@ -132,7 +132,7 @@ func TestExecTagsDefinition(t *testing.T) {
 	})
 }
 
-// TestExecCorruptTagsJSON checks DECISIONS 15 and 23 end to end: a corrupt tags.json
+// TestExecCorruptTagsJSON checks docs/tags.md (corrupt and unreadable files) end to end: a corrupt tags.json
 // is moved aside, never overwritten, and the answer says so.
 func TestExecCorruptTagsJSON(t *testing.T) {
 	t.Parallel()
@@ -197,7 +197,7 @@ func TestExecUnwritableDataDir(t *testing.T) {
 }
 
 // TestExecTwoAgentsShareDataDir runs two loops of exec processes at once against one
-// data dir, 30 different keys each: every update must survive (DECISIONS 15).
+// data dir, 30 different keys each: every update must survive (docs/tags.md).
 func TestExecTwoAgentsShareDataDir(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, tagsBin)

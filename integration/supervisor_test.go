@@ -184,7 +184,7 @@ func TestSupervisorCrashKeepsRows(t *testing.T) {
 
 // TestSupervisorTimeout: a handler that ignores its context is killed at deadline
 // plus grace; the command ends with *TimeoutError, another command on the same child
-// with *CrashedError saying why, and the next command succeeds (DECISIONS 30).
+// with *CrashedError saying why, and the next command succeeds (docs/agent.md).
 func TestSupervisorTimeout(t *testing.T) {
 	t.Parallel()
 	s := newSupervisor(t, supervisor.Options{Grace: 300 * time.Millisecond}, sleeperBin)
@@ -214,7 +214,7 @@ func TestSupervisorTimeout(t *testing.T) {
 
 // TestSupervisorRestartBudget: six crashes in quick succession spend the budget of
 // five restarts; the plugin is failed and the next command answers at once with
-// *FailedError (DECISIONS 32).
+// *FailedError (docs/agent.md).
 func TestSupervisorRestartBudget(t *testing.T) {
 	t.Parallel()
 	s := newSupervisor(t, supervisor.Options{BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond}, crasherBin)
@@ -410,7 +410,7 @@ func TestSupervisorErrors(t *testing.T) {
 
 // TestTagsLoadFailedUntilWrite: in one plugin process, a corrupt tags.json makes every
 // answer CONSTRAINED / PARTIAL / tags:load_failed until the next successful write
-// (DECISIONS 15).
+// (docs/tags.md).
 func TestTagsLoadFailedUntilWrite(t *testing.T) {
 	t.Parallel()
 	data := t.TempDir()
@@ -531,5 +531,45 @@ func TestSupervisorTimeoutMessageWithDeadlineOnly(t *testing.T) {
 	}
 	if timeout.Deadline <= 0 || o.err.Error() == "plugin timed out after 0s" {
 		t.Errorf("timeout answer names no real duration: %q", o.err.Error())
+	}
+}
+
+// TestPluginLogsReachTheAgentLog: a plugin's info lines show at the agent's default
+// level, attributed to the plugin and the command id; a stray print on stdout shows too;
+// go-plugin's start and stop chatter does not.
+func TestPluginLogsReachTheAgentLog(t *testing.T) {
+	t.Parallel()
+	logs := &lockedBuffer{}
+	log := hclog.New(&hclog.LoggerOptions{Name: "yuzu-agent", Level: hclog.Info, Output: logs, IndependentLevels: true})
+	s := newSupervisor(t, supervisor.Options{Logger: log, LogLevel: "info"}, crasherBin)
+	o := execute(context.Background(), s.Execute, supervisor.Request{ID: "cmd-7", Plugin: "crasher", Action: "log", Timeout: 20 * time.Second})
+	if o.err != nil || strings.Join(o.rows, ",") != "logged|yes" {
+		t.Fatalf("log action: %s", o)
+	}
+	waitFor(t, 5*time.Second, "the stray line in the log", func() bool {
+		return strings.Contains(logs.String(), "stray line from a handler")
+	})
+	text := logs.String()
+	var hello, stray string
+	for _, line := range strings.Split(text, "\n") {
+		switch {
+		case strings.Contains(line, "crasher says hello"):
+			hello = line
+		case strings.Contains(line, "stray line from a handler"):
+			stray = line
+		}
+	}
+	for _, want := range []string{"[INFO]", "yuzu-agent.crasher:", "command_id=cmd-7", "action=log", "answer=42"} {
+		if !strings.Contains(hello, want) {
+			t.Errorf("plugin log line %q lacks %q", hello, want)
+		}
+	}
+	if !strings.Contains(stray, "[INFO]") || !strings.Contains(stray, "yuzu-agent.crasher:") || !strings.Contains(stray, "stream=stdout") {
+		t.Errorf("stray stdout line: %q", stray)
+	}
+	for _, chatter := range []string{"starting plugin", "plugin started", "waiting for RPC address", "plugin process exited"} {
+		if strings.Contains(text, chatter) {
+			t.Errorf("go-plugin chatter %q at info level:\n%s", chatter, text)
+		}
 	}
 }

@@ -143,7 +143,7 @@ func TestMissingKey(t *testing.T) {
 }
 
 // TestLimits checks the byte limits of set (multibyte characters count by their
-// bytes) and the key rule we add (DECISIONS 14).
+// bytes) and the key rule we add (docs/tags.md).
 func TestLimits(t *testing.T) {
 	h := sdktest.New(t, newPlugin(), sdk.Config{DataDir: t.TempDir()})
 	k64, k65 := strings.Repeat("k", 64), strings.Repeat("k", 65)
@@ -173,7 +173,7 @@ func TestLimits(t *testing.T) {
 	})
 }
 
-// TestEscaping shows the SDK's row escaping (DECISIONS 1) on tag keys and values: a
+// TestEscaping shows the SDK's row escaping (docs/sdk.md) on tag keys and values: a
 // `|` or trailing `\` in a key (only reachable through a file upstream wrote, or as a
 // get/check/delete argument) is escaped; the value, the last field, stays raw apart
 // from CR and LF.
@@ -210,7 +210,7 @@ func TestEscaping(t *testing.T) {
 	}
 }
 
-// TestFileFormat checks the written file byte for byte (DECISIONS 16): sorted keys,
+// TestFileFormat checks the written file byte for byte (docs/tags.md): sorted keys,
 // 2-space indent, `": "`, no trailing newline, no HTML escaping, JSON escapes for
 // quotes, backslashes and control characters.
 func TestFileFormat(t *testing.T) {
@@ -228,7 +228,7 @@ func TestFileFormat(t *testing.T) {
 }
 
 // TestAlwaysRewrites checks that delete and clear write the file even when nothing
-// changed (DECISIONS 7, as upstream).
+// changed (docs/tags.md, as upstream).
 func TestAlwaysRewrites(t *testing.T) {
 	for _, c := range []struct {
 		action string
@@ -283,7 +283,7 @@ func TestLoadExisting(t *testing.T) {
 }
 
 // TestPersistFailed: a data dir path whose parent is a regular file cannot hold the
-// file. That is a persistence failure, not corruption (DECISIONS 23): rc 0, the normal
+// file. That is a persistence failure, not corruption (docs/tags.md): rc 0, the normal
 // row, the change stands in memory, nothing is created and the blocker is untouched.
 func TestPersistFailed(t *testing.T) {
 	dir := t.TempDir()
@@ -310,7 +310,7 @@ func TestPersistFailed(t *testing.T) {
 }
 
 // TestCorrupt: a corrupt tags.json is moved aside, never overwritten, and every
-// action answers load_failed until a write succeeds (DECISIONS 15, 23).
+// action answers load_failed until a write succeeds (docs/tags.md).
 func TestCorrupt(t *testing.T) {
 	cases := map[string]string{
 		"not json":         "role=web",

@@ -106,7 +106,7 @@ func Pattern(expr string) ParamOption { return func(p *Parameter) { p.Pattern = 
 
 // Enum refuses any value but the ones listed.
 func Enum(values ...string) ParamOption {
-	return func(p *Parameter) { p.Enum = slices.Clone(values) }
+	return func(p *Parameter) { p.Enum = append([]string{}, values...) }
 }
 
 // Minimum refuses an integer below n (unless Clamped).
@@ -175,7 +175,7 @@ func (p *Parameter) compile() error {
 			return fmt.Errorf("parameter %s: message for unknown rule %q", p.Name, rule)
 		}
 	}
-	if len(p.Enum) > 0 || p.Enum != nil {
+	if p.Enum != nil {
 		if len(p.Enum) == 0 {
 			return fmt.Errorf("parameter %s: an empty enum allows no value", p.Name)
 		}

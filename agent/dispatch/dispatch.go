@@ -24,7 +24,7 @@ type Executor interface {
 	Execute(ctx context.Context, req supervisor.Request, onRows func([]string) error) (sdk.Result, error)
 }
 
-// Options bound the dispatcher. Zero values take the defaults of DECISIONS 32.
+// Options bound the dispatcher. Zero values take the defaults of docs/agent.md.
 type Options struct {
 	// PerPlugin is how many commands run at once on one plugin: max(4, cores).
 	PerPlugin int

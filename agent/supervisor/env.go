@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// allowedEnv lists the variables a plugin child inherits (DECISIONS 31); nothing else
+// allowedEnv lists the variables a plugin child inherits (docs/agent.md); nothing else
 // of the agent's environment reaches it.
 var allowedEnv = []string{
 	"PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "TMP", "TEMP", "LANG", "LC_ALL", "TZ",

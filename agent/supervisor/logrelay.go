@@ -2,11 +2,13 @@ package supervisor
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -100,4 +102,50 @@ func printableValue(v any) string {
 		return rows.Printable(fmt.Sprint(v))
 	}
 	return rows.Printable(string(b))
+}
+
+// lineLog is an io.Writer that logs each complete line written to it, as relayLog
+// does. go-plugin hands it what the plugin writes to os.Stdout and os.Stderr after the
+// handshake (it forwards both over the connection), so a stray fmt.Println in a
+// plugin shows in the agent's log instead of vanishing.
+type lineLog struct {
+	log    hclog.Logger
+	stream string
+	mu     sync.Mutex
+	buf    []byte
+}
+
+func newLineLog(log hclog.Logger, stream string) *lineLog {
+	return &lineLog{log: log.With("stream", stream), stream: stream}
+}
+
+func (w *lineLog) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		w.emit(w.buf[:i])
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) >= maxLogLine {
+		w.emit(w.buf)
+		w.buf = nil
+	}
+	return len(p), nil
+}
+
+func (w *lineLog) emit(line []byte) {
+	text := strings.TrimRight(string(line), "\r")
+	if text == "" {
+		return
+	}
+	if level, msg, args, ok := parseLogLine(text); ok {
+		w.log.Log(level, msg, args...)
+		return
+	}
+	w.log.Info(rows.Printable(text))
 }

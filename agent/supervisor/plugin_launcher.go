@@ -68,6 +68,8 @@ func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (
 	cc.Cmd = nil
 	cc.SkipHostEnv = true
 	cc.Logger = l.goPluginLog()
+	cc.SyncStdout = newLineLog(pr.log, "stdout")
+	cc.SyncStderr = newLineLog(pr.log, "stderr")
 	if d, ok := ctx.Deadline(); ok {
 		cc.StartTimeout = time.Until(d)
 	}

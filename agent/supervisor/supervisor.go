@@ -24,7 +24,7 @@ import (
 	"github.com/yuzugo/yuzu/sdk/host"
 )
 
-// Options configure a Supervisor. Zero values take the defaults of DECISIONS 32.
+// Options configure a Supervisor. Zero values take the defaults of docs/agent.md.
 type Options struct {
 	PluginDir    string
 	DataDir      string

@@ -113,7 +113,7 @@ type Parameter = sdk.Parameter
 type Column = sdk.Column
 
 // TTL returns gather.ttlSeconds as a duration; the agent uses it as the command
-// deadline when a command runs through this definition (DECISIONS 30).
+// deadline when a command runs through this definition (docs/agent.md).
 func (d Definition) TTL() time.Duration {
 	return time.Duration(d.TTLSeconds) * time.Second
 }

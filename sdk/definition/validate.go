@@ -47,7 +47,7 @@ func (e *ValidationError) Unwrap() []error {
 }
 
 // Validate checks the parameters of `exec DEFINITION-ID key=value...` against the
-// definition (DECISIONS 34) and returns nil or a *ValidationError:
+// definition (docs/definitions.md) and returns nil or a *ValidationError:
 //
 //   - a parameter the definition does not declare is refused;
 //   - a required parameter that is absent, or present with an empty value, is refused;

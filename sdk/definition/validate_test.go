@@ -170,7 +170,7 @@ func TestValidateSample(t *testing.T) {
 	}
 }
 
-// The brief and DECISIONS 34 quote these texts; tags users see them verbatim.
+// docs/definitions.md quotes these texts; tags users see them verbatim.
 func TestValidateTags(t *testing.T) {
 	cases := []struct {
 		id     string

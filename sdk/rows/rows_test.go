@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-// The DECISIONS 1 rules: every field folds CR and LF into a space; every field but the
+// The row rules (docs/sdk.md): every field folds CR and LF into a space; every field but the
 // last escapes `|` as `\|` and turns a trailing `\` into `/`; the last field stays raw.
 func TestFormat(t *testing.T) {
 	cases := []struct {

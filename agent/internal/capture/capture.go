@@ -1,4 +1,4 @@
-// Package capture prints a command's outcome in the capture format (DECISIONS 2): the
+// Package capture prints a command's outcome in the capture format (docs/agent.md): the
 // rows as they arrive, then `[result_status] STATUS / COMPLETENESS[ / provenance]`,
 // then `[rc] N` when the return code is not 0.
 package capture

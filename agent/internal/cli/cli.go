@@ -38,8 +38,10 @@ commands:
                                        validated against it first
   plugins                              list plugins: name, version, state, restarts, last error
   plugins add FILE                     trust a plugin binary: copy it into the plugin dir if it
-                                       is elsewhere, record its SHA-256 in plugins.sha256
-  describe PLUGIN                      print a plugin's manifest
+                                       is elsewhere, record its SHA-256 in plugins.sha256, and
+                                       check that its definitions agree with its declarations
+  plugins remove NAME                  stop trusting a plugin: drop its line and its binary
+  describe PLUGIN                      print a plugin's actions, parameters, rows, definitions
   version                              print the version
 
 flags (before or after the command; environment variable in brackets):
@@ -108,6 +110,11 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 			return cfg, nil, usagef("argument %d is not valid UTF-8: %s", i+1, rows.Printable(a))
 		}
 		if a == "--" {
+			for j, rest := range args[i+1:] {
+				if !utf8.ValidString(rest) {
+					return cfg, nil, usagef("argument %d is not valid UTF-8: %s", i+j+2, rows.Printable(rest))
+				}
+			}
 			pos = append(pos, args[i+1:]...)
 			break
 		}

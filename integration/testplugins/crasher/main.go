@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 
@@ -23,6 +24,7 @@ func newPlugin() *sdk.Plugin {
 	p.Handle("crash", crash, sdk.Describe("Writes row before|crash, makes sure it reached the agent, then exits with status 3"), leg)
 	p.Handle("kill", kill, sdk.Describe("Writes row before|kill, makes sure it reached the agent, then kills itself (SIGKILL)"), leg)
 	p.Handle("panic", panics, sdk.Describe("Panics inside the handler (the SDK must turn it into an error row)"), leg)
+	p.Handle("log", logs, sdk.Describe("Logs an info line and prints a stray line on stdout"), leg)
 	return p
 }
 
@@ -51,6 +53,15 @@ func kill(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error
 		_ = self.Kill() // SIGKILL on Unix
 	}
 	time.Sleep(time.Minute) // the signal is delivered before this ends
+	return sdk.Undeclared(), nil
+}
+
+// logs writes one info line through the plugin's logger and one stray line on stdout,
+// both of which must show in the agent's log at its default level.
+func logs(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
+	req.Log.Info("crasher says hello", "answer", 42)
+	fmt.Println("stray line from a handler")
+	out.Row("logged", "yes")
 	return sdk.Undeclared(), nil
 }
 
