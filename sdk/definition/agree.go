@@ -77,7 +77,8 @@ func CheckAgreement(plugin string, actions []sdk.Action, defs []Definition) []*D
 // CheckWorkflow compares a workflow definition (one kept apart from any plugin, that
 // runs a plugin action under its own id) with the action it runs. A workflow may be
 // narrower than the action, never different: each parameter both name must agree (a
-// workflow may require what the action leaves optional), a parameter the action does
+// workflow may require what the action leaves optional, and may leave out the
+// action's default), a parameter the action does
 // not declare is allowed (it reaches the action unchecked), a parameter the action
 // requires must be in the workflow, the workflow's columns must be columns the action
 // writes (a selection, in any order), and its platforms a subset of the action's.
@@ -120,6 +121,9 @@ func checkParams(d Definition, a sdk.Action, workflow bool, bad func(field, form
 		for _, diff := range paramDiffs(&dp, ap) {
 			if workflow && diff.field == "required" && dp.Required {
 				continue // a workflow may ask for more than the action needs
+			}
+			if workflow && diff.field == "default" && dp.Default == nil {
+				continue // and need not repeat the action's default
 			}
 			bad("spec.parameters."+dp.Name+"."+diff.field, "definition says %s, plugin declares %s", diff.def, diff.decl)
 		}
