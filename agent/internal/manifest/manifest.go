@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -107,13 +106,10 @@ func (m Manifest) Format() []byte {
 // no secret), writable only by its owner.
 const Mode = 0o644
 
-// Write replaces the manifest of dir atomically, mode 0644.
+// Write replaces the manifest of dir atomically with mode 0644, which the new file has
+// from its creation (no window in which the umask could leave it writable by others).
 func (m Manifest) Write(dir string) error {
-	path := filepath.Join(dir, FileName)
-	if err := atomicfile.Write(path, m.Format()); err != nil {
-		return err
-	}
-	return os.Chmod(path, Mode)
+	return atomicfile.WriteMode(filepath.Join(dir, FileName), m.Format(), Mode)
 }
 
 // HashReader returns the SHA-256 of everything r yields.

@@ -66,3 +66,24 @@ func TestWriteReadRoundTrip(t *testing.T) {
 		t.Errorf("Read = %v, %v", back, err)
 	}
 }
+
+// The manifest is 0644 whatever the umask and whatever mode an older one had.
+func TestWriteModeWhateverUmask(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, FileName)
+	if err := os.WriteFile(path, []byte("old\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	old := setUmask(0)
+	defer setUmask(old)
+	if err := (Manifest{"yuzu-plugin-a": bytes.Repeat([]byte{2}, 32)}).Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o644 {
+		t.Fatalf("mode %v, %v; want 0644", fi.Mode(), err)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package manifest
+
+func setUmask(int) int { return 0 }
