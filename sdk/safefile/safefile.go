@@ -76,7 +76,7 @@ func ReadAll(f *os.File, fi fs.FileInfo, limit int64) ([]byte, error) {
 }
 
 // Describe names the kind of file a mode stands for, for error messages: "a directory",
-// "a symbolic link", "a FIFO", "a socket", "a device", "a regular file".
+// "a symbolic link", "a named pipe (FIFO)", "a socket", "a device", "a regular file".
 func Describe(m fs.FileMode) string {
 	switch {
 	case m.IsDir():
@@ -84,7 +84,7 @@ func Describe(m fs.FileMode) string {
 	case m&fs.ModeSymlink != 0:
 		return "a symbolic link"
 	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
+		return "a named pipe (FIFO)"
 	case m&fs.ModeSocket != 0:
 		return "a socket"
 	case m&(fs.ModeDevice|fs.ModeCharDevice) != 0:

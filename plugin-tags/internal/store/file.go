@@ -5,26 +5,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/yuzugo/yuzu/sdk/safefile"
 )
 
 // notRegular is the refusal of an entry at path whose type, mode, is not a regular file.
 func notRegular(path string, mode fs.FileMode) error {
-	var what string
-	switch {
-	case mode&fs.ModeSymlink != 0:
-		what = "a symbolic link"
-	case mode.IsDir():
-		what = "a directory"
-	case mode&fs.ModeNamedPipe != 0:
-		what = "a named pipe (FIFO)"
-	case mode&fs.ModeSocket != 0:
-		what = "a socket"
-	case mode&fs.ModeDevice != 0, mode&fs.ModeCharDevice != 0:
-		what = "a device"
-	default:
-		return fmt.Errorf("%s is not a regular file", path)
-	}
-	return fmt.Errorf("%s is %s", path, what)
+	return fmt.Errorf("%s is %s", path, safefile.Describe(mode))
 }
 
 // openError turns a failed open of path into the error to report. When something other
