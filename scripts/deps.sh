@@ -16,7 +16,18 @@ needs=(
 	"pgrep      procps     tests check that no plugin process outlives the agent"
 	"sha256sum  coreutils  make build writes bin/plugins/plugins.sha256"
 	"tar        tar        the breaking-change check unpacks the previous commit's proto/"
+	"ip                   iproute2    firewall tests give every real backend its own network namespace (ip netns)"
+	"nft                  nftables    firewall tests load nftables rulesets into those namespaces"
+	"xtables-legacy-multi iptables    firewall tests reach the iptables and ufw rungs through iptables-legacy inside a namespace"
+	"ufw                  ufw         firewall tests run a real ufw, enabled and disabled, inside a namespace"
+	"firewalld            firewalld   firewall tests run a real firewalld inside a namespace, on a private bus"
+	"dbus-daemon          dbus-daemon firewall tests start a private D-Bus bus (never the system one)"
+	"setpriv              util-linux  firewall tests run the plugin as nobody"
 )
+
+# Several of the commands live in /usr/sbin, which a non-login root shell may not have
+# on its PATH; look there too rather than installing what is already present.
+export PATH="$PATH:/usr/sbin:/sbin"
 
 missing_pkgs=()
 for line in "${needs[@]}"; do
@@ -54,9 +65,28 @@ if [[ $(id -u) != 0 ]]; then
 	fi
 fi
 export DEBIAN_FRONTEND=noninteractive
+# Installing firewalld or ufw must never firewall this machine: on a host booted with
+# systemd, firewalld's postinst would start the daemon, which loads its zones into the
+# host's own namespace. A policy-rc.d that answers 101 ("action forbidden") stops every
+# package from starting a service; it is put in place only for this install, unless one
+# is already there, and removed afterwards. The tests start their own firewalld inside
+# a private network namespace, on a private bus.
+policy=/usr/sbin/policy-rc.d
+own_policy=0
+if [[ ! -e $policy ]]; then
+	printf '#!/bin/sh\n# Written by yuzu scripts/deps.sh for one apt-get install: start no services.\nexit 101\n' |
+		"${sudo[@]}" tee "$policy" >/dev/null
+	"${sudo[@]}" chmod 0755 "$policy"
+	own_policy=1
+	trap '"${sudo[@]}" rm -f "$policy"' EXIT
+fi
 # No stdin: CI runs without one, and apt must never wait for an answer.
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq </dev/null
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing_pkgs[@]}" </dev/null
+if ((own_policy)); then
+	"${sudo[@]}" rm -f "$policy"
+	trap - EXIT
+fi
 
 for line in "${needs[@]}"; do
 	read -r cmd pkg _ <<<"$line"

@@ -1,0 +1,84 @@
+package parse
+
+import (
+	"strconv"
+
+	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
+)
+
+// FamilyName names an nftables address family (the NFPROTO_* number a table carries).
+func FamilyName(family uint32) string {
+	switch family {
+	case 0:
+		return "unspec"
+	case 1:
+		return "inet"
+	case 2:
+		return "ip"
+	case 3:
+		return "arp"
+	case 5:
+		return "netdev"
+	case 7:
+		return "bridge"
+	case 10:
+		return "ip6"
+	default:
+		return "family" + strconv.FormatUint(uint64(family), 10)
+	}
+}
+
+// HookName names a base chain's netfilter hook; present is false for a chain that
+// carries no hook.
+func HookName(hook uint32, present bool) string {
+	if !present {
+		return "unknown"
+	}
+	switch hook {
+	case 0:
+		return "prerouting"
+	case 1:
+		return "input"
+	case 2:
+		return "forward"
+	case 3:
+		return "output"
+	case 4:
+		return "postrouting"
+	default:
+		return "hook" + strconv.FormatUint(uint64(hook), 10)
+	}
+}
+
+// PolicyName names a base chain's policy verdict; present is false for a chain that
+// carries no policy.
+func PolicyName(policy uint32, present bool) string {
+	if !present {
+		return "unknown"
+	}
+	switch policy {
+	case 0:
+		return "drop"
+	case 1:
+		return "accept"
+	default:
+		return "policy" + strconv.FormatUint(uint64(policy), 10)
+	}
+}
+
+// NftChainRow is the rule row for a base chain:
+// rule|nftables|<family>|<table>|<chain>|<hook>|<policy>, names sanitized.
+func NftChainRow(family uint32, table, chain, hook, policy string) row.Row {
+	return row.New("rule", "nftables", FamilyName(family), Sanitize(table), Sanitize(chain), hook, policy)
+}
+
+// NftRuleRow is the rule row for one rule:
+// rule|nftables|<family>|<table>|<chain>|handle|<n>, with "unknown" when the rule
+// carried no handle.
+func NftRuleRow(family uint32, table, chain string, handle uint64, hasHandle bool) row.Row {
+	h := "unknown"
+	if hasHandle {
+		h = strconv.FormatUint(handle, 10)
+	}
+	return row.New("rule", "nftables", FamilyName(family), Sanitize(table), Sanitize(chain), "handle", h)
+}

@@ -1,0 +1,127 @@
+package parse
+
+import (
+	"strings"
+
+	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
+	"github.com/yuzugo/yuzu/sdk/subprocess"
+)
+
+// Status is a firewall verdict. The zero value is Unknown, so a verdict nobody set can
+// never read as "off".
+type Status uint8
+
+// Verdicts.
+const (
+	Unknown Status = iota
+	Enabled
+	Disabled
+)
+
+// String renders the verdict the way the Application Firewall, pf and Windows rows
+// spell it: enabled, disabled or unknown.
+func (s Status) String() string {
+	switch s {
+	case Enabled:
+		return "enabled"
+	case Disabled:
+		return "disabled"
+	default:
+		return "unknown"
+	}
+}
+
+// Activity renders the verdict the way the Linux backends spell it: active, inactive
+// or unknown.
+func (s Status) Activity() string {
+	switch s {
+	case Enabled:
+		return "active"
+	case Disabled:
+		return "inactive"
+	default:
+		return "unknown"
+	}
+}
+
+// Sanitize folds the characters that would break a row apart (`|`, CR and LF) into
+// `_`. It is lossy on purpose: firewall names are shown to people, and a name that
+// differs only in those characters is not worth a reversible encoding.
+func Sanitize(s string) string {
+	if !strings.ContainsAny(s, "|\r\n") {
+		return s
+	}
+	// Byte by byte, so every other byte (invalid UTF-8 included) passes through as it
+	// was; strings.Map would rewrite invalid sequences.
+	b := []byte(s)
+	for i, c := range b {
+		switch c {
+		case '|', '\r', '\n':
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// SubprocessComplete reports whether a tool's answer can be trusted as whole: the tool
+// ran, exited 0, was not killed at its deadline and its output was not cut at the cap.
+func SubprocessComplete(res subprocess.Result) bool {
+	return res.ToolRan && res.ExitCode == 0 && !res.TimedOut && !res.OutputTruncated
+}
+
+// Clamp keeps a later Linux backend from contradicting nftables: when nftables tables
+// were seen but could not be read whole, a "disabled" verdict from ufw or iptables
+// cannot be true of the host, so it becomes Unknown.
+func Clamp(tablesSeen bool, s Status) Status {
+	if tablesSeen && s == Disabled {
+		return Unknown
+	}
+	return s
+}
+
+// GateState is the verdict a Linux subprocess backend reports: Unknown when its read
+// was incomplete, otherwise the parsed verdict after Clamp.
+func GateState(complete, tablesSeen bool, parsed Status) Status {
+	if !complete {
+		return Unknown
+	}
+	return Clamp(tablesSeen, parsed)
+}
+
+// NftTrusted reports whether the nftables read can answer for the host: both the
+// chain and the rule dump must have completed.
+func NftTrusted(chainsOK, rulesOK bool) bool {
+	return chainsOK && rulesOK
+}
+
+// NftDecideState is the nftables verdict: Unknown unless the dumps were trusted, then
+// Enabled (active) when there is content and Disabled (inactive) when there is none.
+func NftDecideState(trusted, hasContent bool) Status {
+	switch {
+	case !trusted:
+		return Unknown
+	case hasContent:
+		return Enabled
+	default:
+		return Disabled
+	}
+}
+
+// Names of the nftables dumps, as they appear in error and fallthrough rows.
+const (
+	DumpSocket = "socket"
+	DumpTable  = "table"
+	DumpChain  = "chain"
+	DumpRule   = "rule"
+)
+
+// NftDiagRow is the row naming a failed nftables read: error|nftables:<dump>:<reason>.
+func NftDiagRow(dump, reason string) row.Row {
+	return row.New("error", "nftables:"+dump+":"+reason)
+}
+
+// NftFallthroughRow is the row written when nftables read its tables but a later dump
+// failed and the ladder moves on: fallthrough|nftables:<dump>:<reason>.
+func NftFallthroughRow(dump, reason string) row.Row {
+	return row.New("fallthrough", "nftables:"+dump+":"+reason)
+}
