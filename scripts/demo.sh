@@ -2,7 +2,8 @@
 # `make demo`: drives the tags plugin through the real agent binary, exactly as an
 # operator would, in a fresh temporary data directory. Each step prints the command and
 # its output and checks the exit code and the rows it must print; the demo stops with a
-# non-zero status at the first step that behaves unexpectedly. Needs `make build`.
+# non-zero status at the first step that behaves unexpectedly. Then the fleet link:
+# `yuzu-agent run` against the in-process test fleet server. Needs `make build`.
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -79,3 +80,16 @@ run 1 "error|invalid key: bad key" "[rc] 1" -- exec tags set "key=bad key"
 run 1 -- exec no-such-plugin count
 
 printf '\ndemo: all %d steps behaved as expected\n' "$steps"
+
+# The fleet link: the test fleet server (integration/fleetserver) and `yuzu-agent run`
+# over mutual TLS with a throw-away CA; instructions picked from the definitions the
+# plugins serve; every answer printed as the server receives it (docs/fleet.md).
+printf '\n== the fleet link: yuzu-agent run against a test fleet server ==\n'
+fleet_bin=$(mktemp -d)
+trap 'rm -rf "$data" "$fleet_bin"' EXIT
+go build -o "$fleet_bin/fleetdemo" ./integration/cmd/fleetdemo
+if ! "$fleet_bin/fleetdemo" -agent "$agent" -plugin-dir "$plugins"; then
+	warn "demo: FAILED: the fleet link"
+	exit 1
+fi
+printf '\ndemo: the fleet link behaved as expected\n'

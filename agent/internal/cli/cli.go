@@ -42,6 +42,8 @@ commands:
                                        check that its definitions agree with its declarations
   plugins remove NAME                  stop trusting a plugin: drop its line and its binary
   describe PLUGIN                      print a plugin's actions, parameters, rows, definitions
+  run                                  connect to the fleet server and run its commands until
+                                       SIGINT or SIGTERM (docs/fleet.md)
   version                              print the version
 
 flags (before or after the command; environment variable in brackets):
@@ -54,6 +56,21 @@ flags (before or after the command; environment variable in brackets):
   --log-level LEVEL   trace, debug, info, warn or error [YUZU_LOG_LEVEL] (default info)
   --log-format FMT    text or json [YUZU_LOG_FORMAT] (default text)
   --version           print the version
+
+run flags:
+  --server HOST:PORT        fleet server [YUZU_SERVER] (default localhost:50051)
+  --ca-cert FILE            PEM CA that signs the server's certificate [YUZU_CA_CERT]
+  --tls-system-roots        trust the system store when no --ca-cert is given
+                            [YUZU_TLS_SYSTEM_ROOTS=1]
+  --client-cert FILE        PEM client certificate for mutual TLS [YUZU_CLIENT_CERT]
+  --client-key FILE         its PEM key [YUZU_CLIENT_KEY]
+  --no-tls                  plaintext, for a test server only [YUZU_NO_TLS=1]
+  --enrollment-token TOKEN  sent with every registration [YUZU_ENROLLMENT_TOKEN]
+  --heartbeat DURATION      heartbeat period, e.g. 30s or 30 [YUZU_HEARTBEAT] (default 30s)
+  --metrics-listen ADDR     serve Prometheus metrics on ADDR/metrics [YUZU_METRICS_LISTEN]
+                            (default off)
+  TLS is on by default and fails closed: without --ca-cert or --tls-system-roots the
+  agent refuses to start.
 
 exec prints the rows, then "[result_status] STATUS / COMPLETENESS", then "[rc] N" when the
 return code is not 0, and exits with that code. Logs go to stderr.
@@ -84,6 +101,17 @@ type config struct {
 	logFormat  string
 	version    bool
 	help       bool
+
+	// run's flags, as given; runFleet checks them.
+	server          string
+	caCert          string
+	clientCert      string
+	clientKey       string
+	enrollmentToken string
+	heartbeat       string
+	metricsListen   string
+	noTLS           bool
+	tlsSystemRoots  bool
 }
 
 // valueFlags are the flags that take a value, with their environment variables.
@@ -94,6 +122,14 @@ var valueFlags = map[string]string{
 	"agent-id":   "YUZU_AGENT_ID",
 	"log-level":  "YUZU_LOG_LEVEL",
 	"log-format": "YUZU_LOG_FORMAT",
+
+	"server":           "YUZU_SERVER",
+	"ca-cert":          "YUZU_CA_CERT",
+	"client-cert":      "YUZU_CLIENT_CERT",
+	"client-key":       "YUZU_CLIENT_KEY",
+	"enrollment-token": "YUZU_ENROLLMENT_TOKEN",
+	"heartbeat":        "YUZU_HEARTBEAT",
+	"metrics-listen":   "YUZU_METRICS_LISTEN",
 }
 
 // parseArgs separates global flags (accepted anywhere before `--`) from positional
@@ -102,6 +138,7 @@ var valueFlags = map[string]string{
 // valid UTF-8 are usage errors, so that a typo never silently means something else.
 func parseArgs(args []string, getenv func(string) string) (config, []string, error) {
 	vals := map[string]string{}
+	bools := map[string]bool{}
 	var cfg config
 	var pos []string
 	for i := 0; i < len(args); i++ {
@@ -136,6 +173,19 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 			continue
 		case "help":
 			cfg.help = true
+			continue
+		}
+		if _, ok := boolFlags[name]; ok {
+			if _, dup := bools[name]; dup {
+				return cfg, nil, usagef("flag --%s given twice", name)
+			}
+			on := true
+			if hasVal {
+				if on, ok = parseBool(val); !ok {
+					return cfg, nil, usagef("flag --%s=%s: want true or false", name, rows.Printable(val))
+				}
+			}
+			bools[name] = on
 			continue
 		}
 		if _, ok := valueFlags[name]; !ok {
@@ -179,6 +229,20 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 	cfg.agentID = str("agent-id")
 	cfg.logLevel = str("log-level")
 	cfg.logFormat = str("log-format")
+	cfg.server = str("server")
+	cfg.caCert = str("ca-cert")
+	cfg.clientCert = str("client-cert")
+	cfg.clientKey = str("client-key")
+	cfg.enrollmentToken = str("enrollment-token")
+	cfg.heartbeat = str("heartbeat")
+	cfg.metricsListen = str("metrics-listen")
+	var err error
+	if cfg.noTLS, err = boolFlag(bools, "no-tls", getenv); err != nil {
+		problems = append(problems, err)
+	}
+	if cfg.tlsSystemRoots, err = boolFlag(bools, "tls-system-roots", getenv); err != nil {
+		problems = append(problems, err)
+	}
 	if len(problems) > 0 {
 		return cfg, nil, problems[0]
 	}
@@ -289,6 +353,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		code, err = runPlugins(ctx, cfg, log, pos[1:], stdout, stderr)
 	case "describe":
 		code, err = runDescribe(ctx, cfg, log, pos[1:], stdout, stderr)
+	case "run":
+		code, err = runFleet(ctx, cfg, log, pos[1:], stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -1,0 +1,250 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/yuzugo/yuzu/agent/internal/journal"
+	"github.com/yuzugo/yuzu/agent/internal/metrics"
+	"github.com/yuzugo/yuzu/agent/internal/session"
+	"github.com/yuzugo/yuzu/agent/supervisor"
+	"github.com/yuzugo/yuzu/sdk/atomicfile"
+	"github.com/yuzugo/yuzu/sdk/rows"
+)
+
+// boolFlags are the flags that take no value (or --name=true/false), with their
+// environment variables.
+var boolFlags = map[string]string{
+	"no-tls":           "YUZU_NO_TLS",
+	"tls-system-roots": "YUZU_TLS_SYSTEM_ROOTS",
+}
+
+// parseBool reads a switch's value: 1/true/yes/on or 0/false/no/off, any case.
+func parseBool(v string) (on, ok bool) {
+	switch strings.ToLower(v) {
+	case "1", "true", "yes", "on":
+		return true, true
+	case "0", "false", "no", "off":
+		return false, true
+	}
+	return false, false
+}
+
+// boolFlag is a switch's value: the flag when given, else its environment variable
+// (unset or empty is off), anything unreadable a usage error.
+func boolFlag(given map[string]bool, name string, getenv func(string) string) (bool, error) {
+	if on, ok := given[name]; ok {
+		return on, nil
+	}
+	env := boolFlags[name]
+	v := getenv(env)
+	if v == "" {
+		return false, nil
+	}
+	on, ok := parseBool(v)
+	if !ok {
+		return false, usagef("%s=%s: want 1, true, yes, on or 0, false, no, off", env, rows.Printable(v))
+	}
+	return on, nil
+}
+
+// Defaults of run.
+const (
+	defaultServer    = "localhost:50051"
+	defaultHeartbeat = 30 * time.Second
+	// fleetDir is the journal's directory inside the data dir.
+	fleetDir = "fleet"
+)
+
+// runSettings are run's flags, checked.
+type runSettings struct {
+	server    string
+	heartbeat time.Duration
+	tls       *tls.Config // nil with --no-tls
+}
+
+// checkRun validates run's flags; every problem is a usage error except a TLS file that
+// cannot be used.
+func checkRun(cfg config) (runSettings, error) {
+	rs := runSettings{server: cfg.server, heartbeat: defaultHeartbeat}
+	if rs.server == "" {
+		rs.server = defaultServer
+	}
+	if err := checkHostPort(rs.server); err != nil {
+		return rs, usagef("--server %q: %v", rows.Printable(rs.server), err)
+	}
+	if cfg.heartbeat != "" {
+		d, err := parseTimeout(cfg.heartbeat)
+		if err == nil && d < time.Second {
+			err = errors.New("must be at least 1s")
+		}
+		if err != nil {
+			return rs, usagef("--heartbeat %q: %v", rows.Printable(cfg.heartbeat), err)
+		}
+		rs.heartbeat = d
+	}
+	if cfg.metricsListen != "" {
+		if err := checkHostPort(cfg.metricsListen); err != nil {
+			return rs, usagef("--metrics-listen %q: %v", rows.Printable(cfg.metricsListen), err)
+		}
+	}
+	if cfg.noTLS {
+		if cfg.caCert != "" || cfg.clientCert != "" || cfg.clientKey != "" || cfg.tlsSystemRoots {
+			return rs, usagef("--no-tls turns TLS off: it cannot go with --ca-cert, --tls-system-roots, --client-cert or --client-key")
+		}
+		return rs, nil
+	}
+	var err error
+	rs.tls, err = session.ClientTLS(session.TLSFiles{
+		CA: cfg.caCert, SystemRoots: cfg.tlsSystemRoots, ClientCert: cfg.clientCert, ClientKey: cfg.clientKey,
+	})
+	return rs, err
+}
+
+// checkHostPort accepts host:port with a port from 1 to 65535 (the host may be empty
+// only for a listen address, which then listens on every interface).
+func checkHostPort(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("want HOST:PORT")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q is not a number from 1 to 65535", port)
+	}
+	return nil
+}
+
+// runFleet is `yuzu-agent run`: the agent connected to its fleet server until SIGINT
+// or SIGTERM.
+func runFleet(ctx context.Context, cfg config, log hclog.Logger, args []string, stderr io.Writer) (int, error) {
+	if len(args) > 0 {
+		return 0, usagef("run takes no arguments, got %q", rows.Printable(args[0]))
+	}
+	rs, err := checkRun(cfg)
+	var usage *usageError
+	if errors.As(err, &usage) {
+		return 0, err
+	}
+	fail := func(err error) (int, error) {
+		fmt.Fprintln(stderr, "yuzu-agent:", rows.Printable(err.Error()))
+		return exitFail, nil
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if rs.tls == nil {
+		log.Warn("TLS is off (--no-tls): commands and answers travel in clear text; use it only with a test server")
+	}
+	var listener net.Listener
+	if cfg.metricsListen != "" {
+		if listener, err = net.Listen("tcp", cfg.metricsListen); err != nil {
+			return fail(fmt.Errorf("--metrics-listen: %w", err))
+		}
+		defer listener.Close()
+	}
+	if cfg.agentID, err = ensureAgentID(cfg); err != nil {
+		return fail(err)
+	}
+	j, err := journal.Open(filepath.Join(cfg.dataDir, fleetDir))
+	if err != nil {
+		return fail(err)
+	}
+	defer func() {
+		if err := j.Close(); err != nil {
+			log.Error("command journal: last write failed", "error", err)
+		}
+	}()
+	sup, err := newSupervisor(cfg, log)
+	if err != nil {
+		return fail(err)
+	}
+	defer sup.Close()
+
+	var m *metrics.Metrics
+	if listener != nil {
+		m = metrics.New()
+		sub := sup.Subscribe(64)
+		go m.WatchPlugins(sup.Plugins(), sub)
+		mctx, stopMetrics := context.WithCancel(ctx)
+		defer stopMetrics()
+		go func() {
+			if err := m.Serve(mctx, listener); err != nil {
+				log.Error("metrics endpoint stopped", "error", err)
+			}
+		}()
+		log.Info("metrics endpoint", "address", listener.Addr().String()+"/metrics")
+	}
+
+	startCtx, cancel := context.WithTimeout(ctx, startWait)
+	sup.Start(startCtx)
+	cancel()
+	for _, st := range sup.Status() {
+		if st.State != supervisor.StateRunning {
+			log.Warn("plugin not running at start", "plugin", st.Name, "state", string(st.State), "error", rows.Printable(st.LastError))
+		}
+	}
+	log.Info("agent starting", "agent_id", cfg.agentID, "server", rs.server, "tls", rs.tls != nil, "plugins", strings.Join(sup.Plugins(), ","))
+	s := session.New(session.Options{
+		Server:          rs.server,
+		TLS:             rs.tls,
+		EnrollmentToken: cfg.enrollmentToken,
+		Heartbeat:       rs.heartbeat,
+		Timeout:         cfg.timeout,
+		AgentID:         cfg.agentID,
+		AgentVersion:    Version,
+		DataDir:         cfg.dataDir,
+		Plugins:         sup,
+		Journal:         j,
+		Metrics:         m,
+		Logger:          log.Named("fleet"),
+	})
+	if err := s.Run(ctx); err != nil {
+		log.Error("stopping for good", "error", rows.Printable(err.Error()))
+		return fail(err)
+	}
+	log.Info("stopped")
+	return exitOK, nil
+}
+
+// ensureAgentID returns --agent-id, else the id kept in the data dir, else a new
+// random UUID which it keeps there (mode 0600) for the next start.
+func ensureAgentID(cfg config) (string, error) {
+	id, err := agentID(cfg)
+	if err != nil || id != "" {
+		return id, err
+	}
+	id, err = newUUID()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(cfg.dataDir, "agent_id")
+	if err := atomicfile.WriteMode(path, []byte(id+"\n"), 0o600); err != nil {
+		var syncErr *atomicfile.DirSyncError
+		if !errors.As(err, &syncErr) {
+			return "", fmt.Errorf("keeping the agent id: %w", err)
+		}
+	}
+	return id, nil
+}
+
+// newUUID returns a random (version 4) UUID.
+func newUUID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
+}

@@ -1,0 +1,490 @@
+// Package journal keeps the agent's durable record of fleet commands: which ones have
+// started, the terminal answer of each finished one (so a repeated command id is
+// answered from the record instead of running twice, also after a restart), and which
+// answers have not reached the fleet server yet (so none is lost when a connection
+// drops or the agent stops).
+//
+// The record lives in its own directory (mode 0700) as numbered segment files (mode
+// 0600). Each flush writes the records gathered since the previous one as a new
+// segment through sdk/atomicfile, so a segment is either whole or absent; many callers
+// waiting at once share one write (group commit). When the segments hold far more
+// records than the live state needs, the live state is written as one new segment and
+// the older ones are removed. The directory must be a real directory owned by root or
+// the agent's user and writable by nobody else: whoever could write there could make
+// the agent replay forged answers.
+package journal
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/yuzugo/yuzu/sdk/atomicfile"
+	"github.com/yuzugo/yuzu/sdk/safefile"
+)
+
+// Limits of the record. They bound the memory and disk the journal can take, whatever
+// the fleet server sends.
+const (
+	// MaxEntries is how many finished commands are remembered; the oldest are
+	// forgotten first.
+	MaxEntries = 10000
+	// MaxResponseBytes bounds one stored answer; the caller slims larger ones.
+	MaxResponseBytes = 4 << 10
+	// MaxIDBytes bounds a command id.
+	MaxIDBytes = 256
+	// maxSegmentBytes bounds the read of one segment: MaxEntries full answers, base64
+	// encoded, fit.
+	maxSegmentBytes = 64 << 20
+	// maxSegments is how many segments may pile up before a compaction.
+	maxSegments = 128
+)
+
+// Entry is the outcome of one finished command.
+type Entry struct {
+	// ID is the command id.
+	ID string
+	// Response is the terminal answer as it goes on the wire (an encoded message).
+	Response []byte
+	// Replay says a repeated command id is answered with Response. Answers that do
+	// not settle the command (refused because the agent was busy or stopping) are
+	// kept only until delivered, and a repeat runs normally.
+	Replay bool
+	// Sent says Response has been handed to a connection.
+	Sent bool
+	// At is when the command finished.
+	At time.Time
+}
+
+// record is one line of a segment.
+type record struct {
+	Op     string `json:"op"` // "start", "done" or "sent"
+	ID     string `json:"id"`
+	At     int64  `json:"at,omitempty"` // Unix milliseconds
+	Resp   []byte `json:"resp,omitempty"`
+	Replay bool   `json:"replay,omitempty"`
+}
+
+const (
+	opStart = "start"
+	opDone  = "done"
+	opSent  = "sent"
+)
+
+// Journal is the durable record. Its methods are safe for concurrent use.
+type Journal struct {
+	dir  string
+	wake chan struct{}
+	done chan struct{} // closed when the writer has stopped
+
+	mu          sync.Mutex
+	entries     map[string]*Entry
+	order       []string // finished ids, oldest first (may hold ids already forgotten)
+	started     map[string]bool
+	interrupted []string
+	pending     []record
+	waiters     []chan error
+	closed      bool
+	warnings    []string
+
+	// Owned by the writer goroutine (and by Open before it starts).
+	nextSeq  uint64
+	segments []uint64 // sequence numbers on disk, ascending
+	written  int      // records on disk
+	lastErr  error    // of the last flush; read by Close after done is closed
+}
+
+// segmentPrefix and segmentSuffix frame a segment's name: seg-<16 hex digits>.jsonl.
+const (
+	segmentPrefix = "seg-"
+	segmentSuffix = ".jsonl"
+)
+
+func segmentName(seq uint64) string {
+	return fmt.Sprintf("%s%016x%s", segmentPrefix, seq, segmentSuffix)
+}
+
+// parseSegmentName returns the sequence number of a segment file name.
+func parseSegmentName(name string) (uint64, bool) {
+	hex, ok := strings.CutPrefix(name, segmentPrefix)
+	if !ok {
+		return 0, false
+	}
+	hex, ok = strings.CutSuffix(hex, segmentSuffix)
+	if !ok || len(hex) != 16 {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(hex, 16, 64)
+	return seq, err == nil
+}
+
+// Open loads the journal in dir, creating the directory (mode 0700) when missing, and
+// starts its writer. Commands that had started but not finished when the agent last
+// stopped are reported by Interrupted. Damaged segments are skipped and reported by
+// Warnings; a directory that is not private to the agent is an error.
+func Open(dir string) (*Journal, error) {
+	if err := atomicfile.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("journal: %s is %s, not a directory", dir, safefile.Describe(fi.Mode()))
+	}
+	if err := safefile.Trusted(fi, false); err != nil {
+		return nil, fmt.Errorf("journal: directory %s may be changed by others: %w", dir, err)
+	}
+	j := &Journal{
+		dir:     dir,
+		entries: map[string]*Entry{},
+		started: map[string]bool{},
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+	}
+	if err := j.load(); err != nil {
+		return nil, err
+	}
+	for id := range j.started {
+		j.interrupted = append(j.interrupted, id)
+	}
+	slices.Sort(j.interrupted)
+	// What was interrupted is now the caller's to settle; the start records go at the
+	// next compaction.
+	clear(j.started)
+	if len(j.segments) > 1 {
+		if err := j.compact(); err != nil {
+			return nil, err
+		}
+	}
+	go j.writer()
+	return j, nil
+}
+
+// load reads every segment in order and removes temp files that an interrupted write
+// left behind.
+func (j *Journal) load() error {
+	des, err := os.ReadDir(j.dir)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	for _, de := range des {
+		name := de.Name()
+		if seq, ok := parseSegmentName(name); ok {
+			j.segments = append(j.segments, seq)
+			continue
+		}
+		if base, _, ok := strings.Cut(name, ".tmp."); ok {
+			if _, isSeg := parseSegmentName(base); isSeg && atomicfile.IsTempName(base, name) {
+				_ = os.Remove(filepath.Join(j.dir, name))
+				continue
+			}
+		}
+		j.warnings = append(j.warnings, fmt.Sprintf("ignored unexpected entry %s", filepath.Join(j.dir, name)))
+	}
+	slices.Sort(j.segments)
+	for _, seq := range j.segments {
+		j.nextSeq = seq + 1
+		path := filepath.Join(j.dir, segmentName(seq))
+		data, err := safefile.ReadFile(path, maxSegmentBytes)
+		if err != nil {
+			j.warnings = append(j.warnings, fmt.Sprintf("skipped segment: %v", err))
+			continue
+		}
+		n, err := j.apply(data)
+		j.written += n
+		if err != nil {
+			j.warnings = append(j.warnings, fmt.Sprintf("segment %s damaged after %d records: %v", path, n, err))
+		}
+	}
+	return nil
+}
+
+// apply replays the records of one segment onto the state.
+func (j *Journal) apply(data []byte) (int, error) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64<<10), maxSegmentBytes)
+	n := 0
+	for sc.Scan() {
+		var r record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return n, err
+		}
+		if r.ID == "" || len(r.ID) > MaxIDBytes || len(r.Resp) > MaxResponseBytes {
+			return n, fmt.Errorf("record %d out of bounds", n+1)
+		}
+		switch r.Op {
+		case opStart:
+			j.started[r.ID] = true
+		case opDone:
+			delete(j.started, r.ID)
+			j.remember(&Entry{ID: r.ID, Response: r.Resp, Replay: r.Replay, At: time.UnixMilli(r.At)})
+		case opSent:
+			j.markSent(r.ID)
+		default:
+			return n, fmt.Errorf("record %d has unknown op %q", n+1, r.Op)
+		}
+		n++
+	}
+	return n, sc.Err()
+}
+
+// remember adds a finished command, forgetting the oldest beyond MaxEntries.
+func (j *Journal) remember(e *Entry) {
+	if _, ok := j.entries[e.ID]; !ok {
+		j.order = append(j.order, e.ID)
+	}
+	j.entries[e.ID] = e
+	for len(j.entries) > MaxEntries {
+		id := j.order[0]
+		j.order = j.order[1:]
+		delete(j.entries, id)
+	}
+	// order keeps ids of entries that were forgotten after delivery; trim it when
+	// it has grown well past the live set.
+	if len(j.order) > 2*MaxEntries {
+		j.order = slices.DeleteFunc(j.order, func(id string) bool { _, ok := j.entries[id]; return !ok })
+	}
+}
+
+func (j *Journal) markSent(id string) {
+	e, ok := j.entries[id]
+	if !ok {
+		return
+	}
+	if !e.Replay {
+		delete(j.entries, id)
+		return
+	}
+	e.Sent = true
+}
+
+// Warnings returns what Open found wrong but worked around (damaged segments, stray
+// files), for the log.
+func (j *Journal) Warnings() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Clone(j.warnings)
+}
+
+// Interrupted returns the ids of commands that had started but not finished when the
+// agent last stopped, sorted.
+func (j *Journal) Interrupted() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Clone(j.interrupted)
+}
+
+// Lookup returns the outcome of a finished command whose answer is to be replayed.
+func (j *Journal) Lookup(id string) (Entry, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	e, ok := j.entries[id]
+	if !ok || !e.Replay {
+		return Entry{}, false
+	}
+	return *e, true
+}
+
+// Unsent returns the finished commands whose answers have not been handed to a
+// connection, oldest first.
+func (j *Journal) Unsent() []Entry {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var out []Entry
+	for _, id := range j.order {
+		if e, ok := j.entries[id]; ok && !e.Sent {
+			out = append(out, *e)
+		}
+	}
+	return out
+}
+
+// ErrClosed is returned by Finish after Close.
+var ErrClosed = errors.New("journal closed")
+
+// Started records that a command has started. It does not wait for the disk: a crash
+// in the next moment only loses the knowledge that the command was interrupted.
+func (j *Journal) Started(id string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return
+	}
+	j.started[id] = true
+	j.queue(record{Op: opStart, ID: id})
+}
+
+// Finish records a command's outcome and returns once it is on disk, so that an answer
+// is never sent before the record that replays it exists.
+func (j *Journal) Finish(e Entry) error {
+	if e.ID == "" || len(e.ID) > MaxIDBytes {
+		return fmt.Errorf("journal: command id of %d bytes", len(e.ID))
+	}
+	if len(e.Response) > MaxResponseBytes {
+		return fmt.Errorf("journal: answer of %d bytes exceeds %d", len(e.Response), MaxResponseBytes)
+	}
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return ErrClosed
+	}
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
+	e.Sent = false
+	delete(j.started, e.ID)
+	j.remember(&e)
+	j.queue(record{Op: opDone, ID: e.ID, At: e.At.UnixMilli(), Resp: e.Response, Replay: e.Replay})
+	w := make(chan error, 1)
+	j.waiters = append(j.waiters, w)
+	j.mu.Unlock()
+	return <-w
+}
+
+// MarkSent records that a command's answer has been handed to a connection. It does
+// not wait for the disk: after a crash the answer is sent once more, which a fleet
+// server takes as a repeat of the same terminal answer.
+func (j *Journal) MarkSent(id string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return
+	}
+	if _, ok := j.entries[id]; !ok {
+		return
+	}
+	j.markSent(id)
+	j.queue(record{Op: opSent, ID: id})
+}
+
+// queue adds a record for the writer; j.mu is held.
+func (j *Journal) queue(r record) {
+	j.pending = append(j.pending, r)
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
+}
+
+// writer flushes pending records whenever there are any, one segment per flush. It
+// alone touches the segment bookkeeping (nextSeq, segments, written), so the lock is
+// held only to take the pending records and, for a compaction, to copy the state:
+// lookups and new records never wait for the disk.
+func (j *Journal) writer() {
+	defer close(j.done)
+	for range j.wake {
+		j.mu.Lock()
+		recs, waiters, closed := j.pending, j.waiters, j.closed
+		j.pending, j.waiters = nil, nil
+		j.mu.Unlock()
+		if len(recs) > 0 {
+			err := j.writeSegment(recs)
+			if err == nil && j.needCompaction() {
+				err = j.compact()
+			}
+			j.lastErr = err
+			for _, w := range waiters {
+				w <- err
+			}
+		}
+		if closed {
+			return
+		}
+	}
+}
+
+// needCompaction says the segments hold far more records than the live state.
+func (j *Journal) needCompaction() bool {
+	j.mu.Lock()
+	live := len(j.entries) + len(j.started)
+	j.mu.Unlock()
+	return len(j.segments) > maxSegments || j.written > 4*live+MaxEntries/2
+}
+
+func (j *Journal) writeSegment(recs []record) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, r := range recs {
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+	}
+	seq := j.nextSeq
+	if err := atomicfile.WriteMode(filepath.Join(j.dir, segmentName(seq)), buf.Bytes(), 0o600); err != nil {
+		var syncErr *atomicfile.DirSyncError
+		if !errors.As(err, &syncErr) {
+			return fmt.Errorf("journal: %w", err)
+		}
+	}
+	j.nextSeq++
+	j.segments = append(j.segments, seq)
+	j.written += len(recs)
+	return nil
+}
+
+// compact writes the live state as one segment and removes the older ones. Records
+// queued after the copy go to later segments; replaying them over the copy gives the
+// same state, because each record only sets where its command is.
+func (j *Journal) compact() error {
+	j.mu.Lock()
+	j.order = slices.DeleteFunc(j.order, func(id string) bool { _, ok := j.entries[id]; return !ok })
+	recs := make([]record, 0, len(j.order)+len(j.started))
+	for _, id := range j.order {
+		e := j.entries[id]
+		recs = append(recs, record{Op: opDone, ID: id, At: e.At.UnixMilli(), Resp: e.Response, Replay: e.Replay})
+		if e.Sent {
+			recs = append(recs, record{Op: opSent, ID: id})
+		}
+	}
+	for id := range j.started {
+		recs = append(recs, record{Op: opStart, ID: id})
+	}
+	j.mu.Unlock()
+	old := j.segments
+	j.segments = nil
+	written := j.written
+	j.written = 0
+	if err := j.writeSegment(recs); err != nil {
+		j.segments, j.written = old, written
+		return err
+	}
+	var errs []error
+	for _, seq := range old {
+		if err := os.Remove(filepath.Join(j.dir, segmentName(seq))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("journal: removing compacted segments: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// Close writes what is pending and stops the writer. Later calls record nothing.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return nil
+	}
+	j.closed = true
+	j.mu.Unlock()
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
+	<-j.done
+	return j.lastErr
+}

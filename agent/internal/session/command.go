@@ -1,0 +1,476 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yuzugo/yuzu/agent/dispatch"
+	"github.com/yuzugo/yuzu/agent/fleetpb/agentv1"
+	"github.com/yuzugo/yuzu/agent/fleetpb/commonv1"
+	"github.com/yuzugo/yuzu/agent/internal/journal"
+	"github.com/yuzugo/yuzu/agent/internal/metrics"
+	"github.com/yuzugo/yuzu/agent/supervisor"
+	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/rows"
+)
+
+// Bounds on what a server may ask for. They keep a hostile or broken server from
+// making the agent use unbounded memory or time.
+const (
+	// maxActionBytes bounds an action name.
+	maxActionBytes = 128
+	// maxParams bounds the entries of one command's parameter map.
+	maxParams = 1024
+	// maxParamKeyBytes bounds one parameter name.
+	maxParamKeyBytes = 1024
+	// maxParamBytes bounds one command's parameters, names and values together; it
+	// leaves room under the 16 MiB plugin message.
+	maxParamBytes = 8 << 20
+	// maxInflightParamBytes bounds the parameters of every command in flight.
+	maxInflightParamBytes = 64 << 20
+	// maxWaiting bounds the commands sleeping their stagger or delay.
+	maxWaiting = 1000
+	// maxInflightExtra, plus the slots of every plugin, bounds the commands in flight
+	// (the dispatcher's queue and the waiting room fit), so that a flood is refused
+	// at the door.
+	maxInflightExtra = 2048
+	// maxStagger and maxDelay cap stagger_seconds and delay_seconds; maxWait caps
+	// their sum.
+	maxStagger = 300 * time.Second
+	maxDelay   = 300 * time.Second
+	maxWait    = 600 * time.Second
+	// maxOutput bounds the rows of one RUNNING message (rows joined by "\n"); a
+	// single longer row travels alone.
+	maxOutput = 64 << 10
+	// maxShown bounds server text echoed back in an answer or a log line.
+	maxShown = 128
+)
+
+// The texts of the answers the agent gives itself (docs/fleet.md).
+const (
+	msgDuplicate = "duplicate command still in flight"
+	msgExpired   = "command expired"
+	msgStopping  = "agent is shutting down"
+	msgCancelled = "command cancelled: the agent is stopping"
+	timingPrefix = "__timing__|exec_ms="
+)
+
+// command is one command in flight.
+type command struct {
+	id     string
+	req    *agentv1.CommandRequest
+	expiry time.Time     // zero: none
+	wait   time.Duration // stagger plus delay
+	bytes  int           // parameter bytes
+
+	// Set by the gate, read after the dispatcher returns.
+	started bool
+	ran     time.Duration
+}
+
+// errExpired is the gate's refusal of a command that expired while it queued.
+var errExpired = errors.New(msgExpired)
+
+// gate is the dispatcher's executor: the last check before a command reaches its
+// plugin. A command that expired while it queued for a slot is refused here, so
+// "expired" really means "never started".
+type gate struct{ s *Session }
+
+func (g gate) Execute(ctx context.Context, req supervisor.Request, onRows func([]string) error) (sdk.Result, error) {
+	g.s.mu.Lock()
+	c := g.s.inflight[req.ID]
+	g.s.mu.Unlock()
+	if c == nil {
+		return sdk.Result{}, fmt.Errorf("command %s is not in flight", rows.Printable(truncate(req.ID, maxShown)))
+	}
+	if c.expired(time.Now()) {
+		return sdk.Result{}, errExpired
+	}
+	c.started = true
+	g.s.o.Metrics.QueueAdd(-1)
+	start := time.Now()
+	res, err := g.s.o.Plugins.Execute(ctx, req, onRows)
+	c.ran = max(time.Since(start), time.Nanosecond)
+	return res, err
+}
+
+func (c *command) expired(t time.Time) bool { return !c.expiry.IsZero() && t.After(c.expiry) }
+
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+// shown makes server text safe to echo: valid UTF-8, control bytes escaped, bounded.
+func shown(s string) string { return rows.Printable(truncate(s, maxShown)) }
+
+// handle takes one command from the stream. Everything that can be refused at once is
+// refused here, on the receiving goroutine; the rest runs on a goroutine of its own.
+func (s *Session) handle(ctx context.Context, req *agentv1.CommandRequest) {
+	id := req.GetCommandId()
+	switch {
+	case id == "":
+		s.reject(ctx, req, "invalid command: empty command_id")
+		return
+	case len(id) > journal.MaxIDBytes:
+		s.reject(ctx, req, fmt.Sprintf("invalid command: command_id of %d bytes, at most %d", len(id), journal.MaxIDBytes))
+		return
+	}
+	s.mu.Lock()
+	stopping := s.stopping
+	_, dup := s.inflight[id]
+	s.mu.Unlock()
+	switch {
+	case stopping:
+		s.reject(ctx, req, msgStopping)
+		return
+	case dup:
+		s.log.Debug("duplicate command still in flight", "id", shown(id))
+		_ = s.out.push(ctx, outMsg{resp: running(id, msgDuplicate), keep: true})
+		return
+	}
+	if e, ok := s.o.Journal.Lookup(id); ok {
+		s.replay(ctx, e)
+		return
+	}
+	if reason := s.invalid(req); reason != "" {
+		s.reject(ctx, req, reason)
+		return
+	}
+	c := &command{id: id, req: req, bytes: paramBytes(req.GetParameters())}
+	if ms := req.GetExpiresAt().GetMillisEpoch(); ms > 0 {
+		c.expiry = time.UnixMilli(ms)
+	}
+	if c.expired(time.Now()) {
+		s.reject(ctx, req, msgExpired)
+		return
+	}
+	c.wait = s.waitFor(req)
+	s.mu.Lock()
+	full := len(s.inflight) >= s.maxInflight() ||
+		s.paramBytes+c.bytes > maxInflightParamBytes ||
+		(c.wait > 0 && s.waiting >= maxWaiting)
+	if !full {
+		s.inflight[id] = c
+		s.paramBytes += c.bytes
+		if c.wait > 0 {
+			s.waiting++
+		}
+		s.wg.Add(1)
+	}
+	s.mu.Unlock()
+	if full {
+		s.reject(ctx, req, dispatch.ErrQueueFull.Error())
+		return
+	}
+	s.o.Journal.Started(id)
+	s.o.Metrics.QueueAdd(1)
+	s.log.Debug("command", "id", shown(id), "plugin", shown(req.GetPlugin()), "action", shown(req.GetAction()), "wait", c.wait.String())
+	go s.run(c)
+}
+
+// maxInflight is the dispatcher's capacity (queue and slots) plus room for commands
+// sleeping their stagger.
+func (s *Session) maxInflight() int {
+	per := s.o.Dispatch.PerPlugin
+	if per <= 0 {
+		per = 64
+	}
+	return maxInflightExtra + per*len(s.plugins)
+}
+
+// invalid returns why a command cannot run, or "".
+func (s *Session) invalid(req *agentv1.CommandRequest) string {
+	if !s.plugins[req.GetPlugin()] {
+		return "plugin not found: " + shown(req.GetPlugin())
+	}
+	switch a := req.GetAction(); {
+	case a == "":
+		return "invalid command: empty action"
+	case len(a) > maxActionBytes:
+		return fmt.Sprintf("invalid command: action of %d bytes, at most %d", len(a), maxActionBytes)
+	}
+	params := req.GetParameters()
+	if len(params) > maxParams {
+		return fmt.Sprintf("invalid command: %d parameters, at most %d", len(params), maxParams)
+	}
+	for k := range params {
+		if k == "" {
+			return "invalid command: a parameter with an empty name"
+		}
+		if len(k) > maxParamKeyBytes {
+			return fmt.Sprintf("invalid command: parameter name of %d bytes, at most %d", len(k), maxParamKeyBytes)
+		}
+	}
+	if n := paramBytes(params); n > maxParamBytes {
+		return fmt.Sprintf("invalid command: parameters of %d bytes, at most %d", n, maxParamBytes)
+	}
+	return ""
+}
+
+func paramBytes(params map[string]string) int {
+	n := 0
+	for k, v := range params {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
+// waitFor is how long a command sleeps before it runs: delay_seconds plus a uniform
+// random part of stagger_seconds, each capped at 300 s and negative values taken as
+// 0, the sum capped at 600 s.
+func (s *Session) waitFor(req *agentv1.CommandRequest) time.Duration {
+	clamp := func(secs int32, ceiling time.Duration) time.Duration {
+		if secs <= 0 {
+			return 0
+		}
+		return min(time.Duration(secs)*time.Second, ceiling)
+	}
+	stagger := clamp(req.GetStaggerSeconds(), maxStagger)
+	delay := clamp(req.GetDelaySeconds(), maxDelay)
+	wait := delay
+	if stagger > 0 {
+		wait += time.Duration(s.o.Rand(int64(stagger) + 1))
+	}
+	return min(wait, maxWait)
+}
+
+// reject answers a command REJECTED at once, without running or recording it.
+func (s *Session) reject(ctx context.Context, req *agentv1.CommandRequest, reason string) {
+	// Debug, not info: a server flooding bad commands must not flood the log.
+	s.log.Debug("command rejected", "id", shown(req.GetCommandId()), "plugin", shown(req.GetPlugin()), "action", shown(req.GetAction()), "reason", rows.Printable(reason))
+	s.o.Metrics.Command(s.pluginLabel(req.GetPlugin()), "rejected", 0)
+	_ = s.out.push(ctx, outMsg{resp: rejected(req.GetCommandId(), reason), keep: true})
+}
+
+func rejected(id, reason string) *agentv1.CommandResponse {
+	return &agentv1.CommandResponse{CommandId: id, Status: agentv1.CommandResponse_REJECTED, Output: reason, SentAt: now()}
+}
+
+// pluginLabel is the metrics label for a plugin name: known names only.
+func (s *Session) pluginLabel(name string) string {
+	if s.plugins[name] {
+		return name
+	}
+	return metrics.OtherPlugin
+}
+
+// replay answers a repeated command id with the recorded answer, freshly dated.
+func (s *Session) replay(ctx context.Context, e journal.Entry) {
+	resp := &agentv1.CommandResponse{}
+	if err := proto.Unmarshal(e.Response, resp); err != nil {
+		s.log.Error("command journal: recorded answer does not decode", "id", shown(e.ID), "error", err)
+		resp = &agentv1.CommandResponse{CommandId: e.ID, Status: agentv1.CommandResponse_FAILURE, ExitCode: 1,
+			Error: &commonv1.ErrorDetail{Code: "agent_dispatch_error", Message: "the recorded answer of this command is damaged; it was not run again"}}
+	}
+	resp.SentAt = now()
+	s.log.Info("repeated command id answered from the journal", "id", shown(e.ID), "status", resp.GetStatus().String())
+	_ = s.out.push(ctx, outMsg{resp: resp, keep: true})
+}
+
+// run sleeps the command's stagger and delay, runs it and answers.
+func (s *Session) run(c *command) {
+	defer s.wg.Done()
+	if c.wait > 0 {
+		ok := s.sleep(c)
+		s.mu.Lock()
+		s.waiting--
+		s.mu.Unlock()
+		if !ok {
+			return
+		}
+	}
+	req := c.req
+	rel := &relay{s: s, id: c.id}
+	res, err := s.disp.Do(s.cmdCtx, supervisor.Request{
+		ID:      c.id,
+		Plugin:  req.GetPlugin(),
+		Action:  req.GetAction(),
+		Params:  req.GetParameters(),
+		Timeout: s.o.Timeout,
+	}, rel.rows)
+	s.answer(c, rel, res, err)
+}
+
+// sleep waits out the stagger and delay. A command that expires meanwhile is answered
+// REJECTED as soon as it expires; one the agent stops for, REJECTED at once. It
+// reports whether the command should go on.
+func (s *Session) sleep(c *command) bool {
+	wake := time.Now().Add(c.wait)
+	expires := !c.expiry.IsZero() && c.expiry.Before(wake)
+	d := c.wait
+	if expires {
+		d = max(time.Until(c.expiry), 0) + time.Millisecond
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.cmdCtx.Done():
+		s.finish(c, rejected(c.id, msgStopping))
+		return false
+	}
+	if expires || c.expired(time.Now()) {
+		s.finish(c, rejected(c.id, msgExpired))
+		return false
+	}
+	return true
+}
+
+// answer turns the dispatcher's outcome into the command's last messages.
+func (s *Session) answer(c *command, rel *relay, res sdk.Result, err error) {
+	if !c.started {
+		var to *supervisor.TimeoutError
+		switch {
+		case errors.Is(err, dispatch.ErrQueueFull):
+			s.finish(c, rejected(c.id, err.Error()))
+		case errors.Is(err, errExpired):
+			s.finish(c, rejected(c.id, msgExpired))
+		case s.cmdCtx.Err() != nil:
+			s.finish(c, rejected(c.id, msgStopping))
+		case errors.As(err, &to):
+			// It waited its whole deadline for a plugin slot.
+			s.failed(c, rel, agentv1.CommandResponse_TIMEOUT, "command_timeout", err)
+		default:
+			s.failed(c, rel, agentv1.CommandResponse_FAILURE, "agent_dispatch_error", err)
+		}
+		return
+	}
+	var (
+		to      *supervisor.TimeoutError
+		crashed *supervisor.CrashedError
+	)
+	switch {
+	case err == nil:
+		_ = rel.flush()
+		status := agentv1.CommandResponse_SUCCESS
+		if res.Code != 0 {
+			status = agentv1.CommandResponse_FAILURE
+		}
+		resp := &agentv1.CommandResponse{
+			CommandId:          c.id,
+			Status:             status,
+			ExitCode:           int32(max(min(res.Code, 1<<31-1), -1<<31)),
+			SentAt:             now(),
+			PluginResultStatus: resultStatus(res.Status),
+		}
+		s.finish(c, resp)
+	case errors.As(err, &to):
+		s.failed(c, rel, agentv1.CommandResponse_TIMEOUT, "plugin_timeout", err)
+	case errors.As(err, &crashed):
+		s.failed(c, rel, agentv1.CommandResponse_FAILURE, "plugin_crashed", err)
+	case errors.Is(err, context.Canceled) && s.cmdCtx.Err() != nil:
+		s.failed(c, rel, agentv1.CommandResponse_FAILURE, "command_cancelled", errors.New(msgCancelled))
+	default:
+		s.failed(c, rel, agentv1.CommandResponse_FAILURE, "agent_dispatch_error", err)
+	}
+}
+
+// resultStatus maps the plugin's typed status onto the wire enum (same numbers).
+func resultStatus(st sdk.Status) agentv1.CommandResponse_PluginResultStatus {
+	if st < sdk.StatusUndeclared || st > sdk.StatusConstrained {
+		return agentv1.CommandResponse_PLUGIN_RESULT_UNDECLARED
+	}
+	return agentv1.CommandResponse_PluginResultStatus(st)
+}
+
+// failed ends a command the agent could not complete: its error row after the rows
+// the plugin wrote, then the terminal answer with exit code 1 and the error detail.
+func (s *Session) failed(c *command, rel *relay, status agentv1.CommandResponse_Status, code string, err error) {
+	msg := rows.ValidUTF8(err.Error())
+	_ = rel.rows([]string{rows.Format("error", msg)})
+	_ = rel.flush()
+	s.finish(c, &agentv1.CommandResponse{
+		CommandId: c.id,
+		Status:    status,
+		ExitCode:  1,
+		Error:     &commonv1.ErrorDetail{Code: code, Message: truncate(msg, 1024)},
+		SentAt:    now(),
+	})
+}
+
+// finish sends the timing message of a command that ran, records and queues its
+// terminal answer, and forgets the command.
+func (s *Session) finish(c *command, resp *agentv1.CommandResponse) {
+	ran := c.started
+	if ran {
+		_ = s.out.push(s.life, outMsg{resp: running(c.id, timingPrefix+strconv.FormatInt(c.ran.Milliseconds(), 10))})
+		s.executedCnt.Add(1)
+	} else {
+		s.o.Metrics.QueueAdd(-1)
+	}
+	// Only an answer from a run settles a command for good; a refusal because the
+	// agent was busy or stopping lets a repeat of the id run.
+	s.settle(c.id, resp, ran)
+	s.o.Metrics.Command(s.pluginLabel(c.req.GetPlugin()), statusLabel(resp.GetStatus()), c.ran)
+	s.log.Debug("command answered", "id", shown(c.id), "status", resp.GetStatus().String(), "exit_code", resp.GetExitCode())
+	s.mu.Lock()
+	delete(s.inflight, c.id)
+	s.paramBytes -= c.bytes
+	s.mu.Unlock()
+}
+
+func statusLabel(st agentv1.CommandResponse_Status) string {
+	switch st {
+	case agentv1.CommandResponse_SUCCESS:
+		return "success"
+	case agentv1.CommandResponse_FAILURE:
+		return "failure"
+	case agentv1.CommandResponse_TIMEOUT:
+		return "timeout"
+	case agentv1.CommandResponse_REJECTED:
+		return "rejected"
+	}
+	return "running"
+}
+
+// relay collects a command's rows into RUNNING messages of at most maxOutput bytes,
+// rows joined by "\n".
+type relay struct {
+	s   *Session
+	id  string
+	buf []byte
+}
+
+func (r *relay) rows(batch []string) error {
+	for _, row := range batch {
+		if len(r.buf) > 0 && len(r.buf)+1+len(row) > maxOutput {
+			if err := r.flush(); err != nil {
+				return err
+			}
+		}
+		if len(r.buf) > 0 {
+			r.buf = append(r.buf, '\n')
+		}
+		r.buf = append(r.buf, row...)
+		if len(r.buf) >= maxOutput {
+			if err := r.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// flush sends the collected rows, waiting while the outbox is full.
+func (r *relay) flush() error {
+	if r == nil || len(r.buf) == 0 {
+		return nil
+	}
+	msg := running(r.id, string(r.buf))
+	r.buf = r.buf[:0]
+	return r.s.out.push(r.s.life, outMsg{resp: msg})
+}

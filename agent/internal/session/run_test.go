@@ -1,0 +1,167 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/yuzugo/yuzu/agent/fleetpb/agentv1"
+	"github.com/yuzugo/yuzu/agent/internal/journal"
+	"github.com/yuzugo/yuzu/agent/supervisor"
+	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/host"
+)
+
+// The end-to-end tests with real binaries live in the integration module; this one
+// runs a Session against an in-process server with a fake plugin, so that the race
+// detector sees the connection, command and stop paths.
+
+// testServer accepts every registration and pushes the commands of in.
+type testServer struct {
+	agentv1.UnimplementedAgentServiceServer
+	in chan *agentv1.CommandRequest
+
+	mu   sync.Mutex
+	got  map[string][]*agentv1.CommandResponse
+	regs int
+}
+
+func (ts *testServer) Register(context.Context, *agentv1.RegisterRequest) (*agentv1.RegisterResponse, error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.regs++
+	return &agentv1.RegisterResponse{Accepted: true, SessionId: fmt.Sprint("s", ts.regs)}, nil
+}
+
+func (ts *testServer) Subscribe(stream agentv1.AgentService_SubscribeServer) error {
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		for {
+			r, err := stream.Recv()
+			if err != nil {
+				return
+			}
+			ts.mu.Lock()
+			ts.got[r.GetCommandId()] = append(ts.got[r.GetCommandId()], r)
+			ts.mu.Unlock()
+		}
+	}()
+	for {
+		select {
+		case c := <-ts.in:
+			if err := stream.Send(c); err != nil {
+				return err
+			}
+		case <-ended: // the agent half-closed the stream
+			return nil
+		case <-stream.Context().Done():
+			return nil
+		}
+	}
+}
+
+// terminal returns the terminal answers of id.
+func (ts *testServer) terminal(id string) []*agentv1.CommandResponse {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	var out []*agentv1.CommandResponse
+	for _, r := range ts.got[id] {
+		if r.GetStatus() != agentv1.CommandResponse_RUNNING {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// blockingPlugins answers "ok" at once and blocks "block" until cancelled.
+type blockingPlugins struct{ fakePlugins }
+
+func (blockingPlugins) Execute(ctx context.Context, req supervisor.Request, onRows func([]string) error) (sdk.Result, error) {
+	if req.Action == "block" {
+		<-ctx.Done()
+		return sdk.Result{}, ctx.Err()
+	}
+	if err := onRows([]string{"ok|" + req.ID}); err != nil {
+		return sdk.Result{}, err
+	}
+	return sdk.Result{Status: sdk.StatusOK}, nil
+}
+func (blockingPlugins) Describe(context.Context, string) (host.Manifest, error) {
+	return host.Manifest{Name: "p", Version: "1", Actions: []sdk.Action{{Name: "ok"}, {Name: "block"}}}, nil
+}
+
+func TestSessionRunAndStop(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testServer{in: make(chan *agentv1.CommandRequest), got: map[string][]*agentv1.CommandResponse{}}
+	g := grpc.NewServer()
+	agentv1.RegisterAgentServiceServer(g, ts)
+	go func() { _ = g.Serve(l) }()
+	defer g.Stop()
+
+	j, err := journal.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	s := New(Options{Server: l.Addr().String(), Plugins: blockingPlugins{}, Journal: j, DataDir: t.TempDir(), StopWait: 5 * time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+
+	send := func(c *agentv1.CommandRequest) {
+		select {
+		case ts.in <- c:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the agent did not subscribe")
+		}
+	}
+	wait := func(id string, n int) []*agentv1.CommandResponse {
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if got := ts.terminal(id); len(got) >= n {
+				return got
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		t.Fatalf("%s: %d terminal answers, want %d", id, len(ts.terminal(id)), n)
+		return nil
+	}
+	for i := range 3 {
+		send(&agentv1.CommandRequest{CommandId: fmt.Sprint("b", i), Plugin: "p", Action: "block"})
+	}
+	for i := range 200 {
+		send(&agentv1.CommandRequest{CommandId: fmt.Sprint("c", i), Plugin: "p", Action: "ok"})
+	}
+	for i := range 200 {
+		got := wait(fmt.Sprint("c", i), 1)
+		if got[0].GetStatus() != agentv1.CommandResponse_SUCCESS || got[0].GetPluginResultStatus() != agentv1.CommandResponse_PLUGIN_RESULT_OK {
+			t.Fatalf("c%d: %v", i, got[0])
+		}
+	}
+	send(&agentv1.CommandRequest{CommandId: "c7", Plugin: "p", Action: "ok"})
+	if got := wait("c7", 2); got[1].GetStatus() != agentv1.CommandResponse_SUCCESS {
+		t.Errorf("replay %v", got[1])
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		got := ts.terminal(fmt.Sprint("b", i))
+		if len(got) != 1 || got[0].GetStatus() != agentv1.CommandResponse_FAILURE || got[0].GetError().GetCode() != "command_cancelled" {
+			t.Errorf("b%d: %v", i, got)
+		}
+	}
+	if len(j.Unsent()) != 0 {
+		t.Errorf("%d answers left unsent after a graceful stop", len(j.Unsent()))
+	}
+}

@@ -1,0 +1,582 @@
+// Package session is the agent's link to its fleet server (`yuzu-agent run`): it
+// registers over gRPC (TLS by default), keeps the Subscribe stream on which the server
+// pushes commands, runs each command through the dispatcher and the supervisor, relays
+// the rows and the outcome back, sends heartbeats, and reconnects with jittered
+// exponential backoff when the connection breaks. docs/fleet.md in the repository
+// describes the behaviour and the reasons.
+package session
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yuzugo/yuzu/agent/dispatch"
+	"github.com/yuzugo/yuzu/agent/fleetpb/agentv1"
+	"github.com/yuzugo/yuzu/agent/fleetpb/commonv1"
+	"github.com/yuzugo/yuzu/agent/internal/journal"
+	"github.com/yuzugo/yuzu/agent/internal/metrics"
+	"github.com/yuzugo/yuzu/agent/internal/sysinfo"
+	"github.com/yuzugo/yuzu/agent/supervisor"
+	"github.com/yuzugo/yuzu/sdk/host"
+	"github.com/yuzugo/yuzu/sdk/rows"
+)
+
+// SessionHeader is the metadata key that carries the session id on Subscribe.
+const SessionHeader = "x-yuzu-session-id"
+
+// Limits on the connection.
+const (
+	// MaxMessageBytes bounds one message either way. A command's parameters are
+	// bounded well below it (maxParamBytes), so a large but valid command is answered
+	// REJECTED with the reason instead of breaking the stream.
+	MaxMessageBytes = 16 << 20
+	// registerTimeout bounds one Register call.
+	registerTimeout = 30 * time.Second
+	// maxSessionIDBytes bounds the session id the server hands out; it travels back
+	// in a header.
+	maxSessionIDBytes = 1024
+	// outboxLimit bounds the messages waiting for the connection.
+	outboxLimit = 16 << 20
+	// drainWait bounds how long a stopping agent waits for its last answers to leave.
+	drainWait = 5 * time.Second
+	// closeWait bounds how long it then waits for the server to end the half-closed
+	// command stream: long enough for gRPC to write what it buffers.
+	closeWait = time.Second
+)
+
+// Plugins is what the session needs from the supervisor.
+type Plugins interface {
+	dispatch.Executor
+	Describe(ctx context.Context, plugin string) (host.Manifest, error)
+	Plugins() []string
+	Status() []supervisor.Status
+}
+
+// Options configure a Session.
+type Options struct {
+	// Server is the fleet server's host:port.
+	Server string
+	// TLS configures the connection; nil means plaintext (--no-tls).
+	TLS *tls.Config
+	// EnrollmentToken is sent with every Register when set.
+	EnrollmentToken string
+	// Heartbeat is the heartbeat period: 30 s.
+	Heartbeat time.Duration
+	// Timeout is each command's deadline: 600 s.
+	Timeout time.Duration
+
+	AgentID      string
+	AgentVersion string
+	// DataDir holds tags.json.
+	DataDir string
+
+	Plugins Plugins
+	Journal *journal.Journal
+	// Metrics is nil when the metrics endpoint is off.
+	Metrics *metrics.Metrics
+	Logger  hclog.Logger
+	// Dispatch bounds the per-plugin concurrency and the queue (docs/agent.md).
+	Dispatch dispatch.Options
+
+	// BackoffBase and BackoffMax shape the reconnect backoff: 1 s doubling, capped
+	// at 300 s.
+	BackoffBase, BackoffMax time.Duration
+	// StopWait bounds how long a stop waits for cancelled commands to answer: 15 s
+	// (the supervisor kills a plugin that ignores a cancellation after 5 s).
+	StopWait time.Duration
+	// Rand returns a uniform integer in [0, k); nil means math/rand/v2.
+	Rand func(k int64) int64
+}
+
+func (o *Options) defaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.Heartbeat, 30*time.Second)
+	def(&o.Timeout, 600*time.Second)
+	def(&o.BackoffBase, defaultBackoffBase)
+	def(&o.BackoffMax, defaultBackoffMax)
+	def(&o.StopWait, 15*time.Second)
+	if o.Rand == nil {
+		o.Rand = uniform
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+}
+
+// RejectedError means the fleet server refused the registration for good (not
+// "pending"): the agent stops rather than knock again and again.
+type RejectedError struct{ Reason string }
+
+// Error says what happened.
+func (e *RejectedError) Error() string {
+	return "the fleet server refused the registration: " + rows.Printable(e.Reason)
+}
+
+// Session is one agent's link to its fleet server.
+type Session struct {
+	o       Options
+	log     hclog.Logger
+	out     *outbox
+	disp    *dispatch.Dispatcher
+	plugins map[string]bool // the plugin names of the plugin dir
+	start   time.Time
+
+	// life ends when Run has finished for good; pushes that wait for room give up.
+	life     context.Context
+	endLife  context.CancelFunc
+	cmdCtx   context.Context // commands run under it; a stop cancels it
+	cancel   context.CancelFunc
+	stopOnce sync.Once
+	wg       sync.WaitGroup // command goroutines
+
+	mu          sync.Mutex
+	inflight    map[string]*command
+	waiting     int // commands sleeping their stagger or delay
+	paramBytes  int // parameter bytes of the commands in flight
+	stopping    bool
+	manifests   map[string]host.Manifest // last known, for Register
+	executedCnt atomic.Int64
+}
+
+// New returns a Session; Run connects it.
+func New(o Options) *Session {
+	o.defaults()
+	s := &Session{
+		o:         o,
+		log:       o.Logger,
+		out:       newOutbox(outboxLimit),
+		plugins:   map[string]bool{},
+		inflight:  map[string]*command{},
+		manifests: map[string]host.Manifest{},
+		start:     time.Now(),
+	}
+	for _, n := range o.Plugins.Plugins() {
+		s.plugins[n] = true
+	}
+	s.disp = dispatch.New(gate{s}, o.Dispatch)
+	s.life, s.endLife = context.WithCancel(context.Background())
+	s.cmdCtx, s.cancel = context.WithCancel(context.Background())
+	return s
+}
+
+// Run keeps the agent connected until ctx ends, then stops gracefully: commands in
+// flight are cancelled and answered, their answers sent while the connection lasts
+// (and kept in the journal otherwise). It returns nil after a stop, or a
+// *RejectedError when the server refused the registration for good.
+func (s *Session) Run(ctx context.Context) error {
+	defer s.endLife()
+	s.recover()
+	attempt := 0
+	var result error
+	for {
+		if attempt > 0 {
+			s.o.Metrics.Reconnect()
+			d := backoff(attempt, s.o.BackoffBase, s.o.BackoffMax, s.o.Rand)
+			s.log.Info("reconnecting to the fleet server", "attempt", attempt, "in", d.Round(time.Millisecond).String())
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		registered, err := s.connect(ctx)
+		if registered {
+			attempt = 0
+		}
+		var rej *RejectedError
+		if errors.As(err, &rej) {
+			result = err
+			break
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		s.log.Warn("fleet connection lost", "server", s.o.Server, "error", rows.Printable(errorText(err)))
+		attempt++
+	}
+	s.stop()
+	if n := s.out.len(); n > 0 {
+		s.log.Info("stopped with answers not yet delivered; they are kept and sent after the next start", "messages", n)
+	}
+	return result
+}
+
+func errorText(err error) string {
+	if err == nil {
+		return "stream ended"
+	}
+	return err.Error()
+}
+
+// recover queues what an earlier run left: answers the server has not had, and an
+// answer for each command that was still running when the agent stopped (it is not
+// run again: it may have changed the device already).
+func (s *Session) recover() {
+	for _, w := range s.o.Journal.Warnings() {
+		s.log.Warn("command journal", "problem", rows.Printable(w))
+	}
+	for _, e := range s.o.Journal.Unsent() {
+		resp := &agentv1.CommandResponse{}
+		if err := proto.Unmarshal(e.Response, resp); err != nil {
+			s.log.Warn("command journal: dropped an answer that does not decode", "id", rows.Printable(e.ID), "error", err)
+			continue
+		}
+		_ = s.out.push(s.life, outMsg{resp: resp, terminal: true})
+	}
+	for _, id := range s.o.Journal.Interrupted() {
+		s.log.Warn("command was interrupted when the agent stopped; answering FAILURE, not running it again", "id", rows.Printable(id))
+		_ = s.out.push(s.life, outMsg{resp: running(id, rows.Format("error", msgInterrupted))})
+		resp := &agentv1.CommandResponse{
+			CommandId: id,
+			Status:    agentv1.CommandResponse_FAILURE,
+			ExitCode:  1,
+			Error:     &commonv1.ErrorDetail{Code: "command_interrupted", Message: msgInterrupted},
+			SentAt:    now(),
+		}
+		s.settle(id, resp, true)
+	}
+}
+
+const msgInterrupted = "command interrupted: the agent stopped before it finished; it was not run again"
+
+// settle records a command's terminal answer in the journal, then queues it: the
+// record that replays an answer exists before the answer leaves.
+func (s *Session) settle(id string, resp *agentv1.CommandResponse, replay bool) {
+	data, err := proto.Marshal(slim(resp))
+	if err == nil {
+		err = s.o.Journal.Finish(journal.Entry{ID: id, Response: data, Replay: replay})
+	}
+	if err != nil {
+		s.log.Error("command journal: answer not recorded; sending it anyway", "id", rows.Printable(id), "error", err)
+	}
+	_ = s.out.push(s.life, outMsg{resp: resp, terminal: true})
+}
+
+// slimmed replaces an answer's output when the answer is too large to keep.
+const slimmed = "[output replaced in dedup store: response exceeded size cap; command completed]"
+
+// slim returns resp, or a copy small enough for the journal.
+func slim(resp *agentv1.CommandResponse) *agentv1.CommandResponse {
+	if proto.Size(resp) <= journal.MaxResponseBytes {
+		return resp
+	}
+	c := proto.CloneOf(resp)
+	c.Output = slimmed
+	c.Payload = nil
+	if e := c.GetError(); e != nil {
+		e.Message = truncate(e.Message, 512)
+		e.Metadata = nil
+	}
+	return c
+}
+
+func now() *commonv1.Timestamp { return &commonv1.Timestamp{MillisEpoch: time.Now().UnixMilli()} }
+
+func running(id, output string) *agentv1.CommandResponse {
+	return &agentv1.CommandResponse{CommandId: id, Status: agentv1.CommandResponse_RUNNING, Output: output}
+}
+
+// stop cancels the commands in flight and waits for their answers, at most StopWait.
+func (s *Session) stop() {
+	s.stopOnce.Do(func() {
+		s.mu.Lock()
+		s.stopping = true
+		n := len(s.inflight)
+		s.mu.Unlock()
+		if n > 0 {
+			s.log.Info("stopping: cancelling the commands in flight", "commands", n)
+		}
+		s.cancel()
+		done := make(chan struct{})
+		go func() {
+			s.wg.Wait()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(s.o.StopWait):
+			s.log.Warn("stopping: some commands did not answer in time", "wait", s.o.StopWait.String())
+		}
+	})
+}
+
+// dial opens a connection to the server.
+func (s *Session) dial() (*grpc.ClientConn, error) {
+	creds := insecure.NewCredentials()
+	if s.o.TLS != nil {
+		creds = credentials.NewTLS(s.o.TLS)
+	}
+	return grpc.NewClient(s.o.Server,
+		grpc.WithTransportCredentials(creds),
+		grpc.WithUserAgent("yuzu-agent/"+s.o.AgentVersion),
+		// Upstream's keepalive: a ping after 60 s of silence, 20 s to answer, also
+		// between commands, so a dead peer is noticed on an idle stream.
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 60 * time.Second, Timeout: 20 * time.Second, PermitWithoutStream: true}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes)),
+	)
+}
+
+// connect registers, subscribes and serves the stream until it breaks or ctx ends.
+// registered reports whether Register succeeded. When ctx ends while the stream is
+// up, connect stops the agent gracefully before it returns, so the last answers still
+// use the stream.
+func (s *Session) connect(ctx context.Context) (registered bool, err error) {
+	conn, err := s.dial()
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	client := agentv1.NewAgentServiceClient(conn)
+	sid, err := s.register(ctx, client)
+	if err != nil {
+		return false, err
+	}
+	sctx, cancel := context.WithCancel(metadata.AppendToOutgoingContext(context.Background(), SessionHeader, sid))
+	defer cancel()
+	stream, err := client.Subscribe(sctx)
+	if err != nil {
+		return true, fmt.Errorf("subscribe: %w", err)
+	}
+	s.o.Metrics.Connected(true)
+	defer s.o.Metrics.Connected(false)
+	s.log.Info("connected to the fleet server", "server", s.o.Server, "session", rows.Printable(sid))
+
+	var wg sync.WaitGroup
+	recvDone := make(chan error, 1)
+	sendDone := make(chan error, 1)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		recvDone <- s.receive(sctx, stream)
+	}()
+	go func() {
+		defer wg.Done()
+		sendDone <- s.send(sctx, stream)
+	}()
+	go func() {
+		defer wg.Done()
+		s.heartbeat(sctx, client, sid)
+	}()
+	select {
+	case err = <-recvDone:
+	case err = <-sendDone:
+	case <-ctx.Done():
+		s.stop()
+		s.drain(stream, recvDone)
+		err = nil
+	}
+	cancel()
+	wg.Wait()
+	return true, err
+}
+
+// drain lets the last answers reach the server before the stream is closed: it waits
+// (at most drainWait) until the sender has handed every message to the stream,
+// half-closes it, and waits (at most closeWait) for the server to end the call.
+// Cancelling the call at once would reset it and drop what gRPC still buffers.
+func (s *Session) drain(stream agentv1.AgentService_SubscribeClient, recvDone <-chan error) {
+	dctx, cancel := context.WithTimeout(context.Background(), drainWait)
+	defer cancel()
+	if err := s.out.waitEmpty(dctx); err != nil {
+		s.log.Warn("stopping: not every answer left before the drain deadline; the rest are kept for the next start", "waiting", s.out.len())
+		return
+	}
+	_ = stream.CloseSend()
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-recvDone:
+	case <-t.C:
+		s.log.Debug("stopping: the server did not end the command stream after the agent's last answer")
+	}
+}
+
+// register sends RegisterRequest and reads the answer: accepted gives the session id;
+// "pending" is retried later; any other refusal is final.
+func (s *Session) register(ctx context.Context, client agentv1.AgentServiceClient) (string, error) {
+	rctx, cancel := context.WithTimeout(ctx, registerTimeout)
+	defer cancel()
+	req := &agentv1.RegisterRequest{Info: s.agentInfo(rctx), EnrollmentToken: s.o.EnrollmentToken}
+	resp, err := client.Register(rctx, req)
+	if err != nil {
+		return "", fmt.Errorf("register: %w", err)
+	}
+	pending := resp.GetEnrollmentStatus() == "pending" || strings.Contains(strings.ToLower(resp.GetRejectReason()), "pending")
+	switch {
+	case !resp.GetAccepted() && !pending:
+		return "", &RejectedError{Reason: resp.GetRejectReason()}
+	case pending:
+		s.log.Info("enrollment pending approval on the fleet server; retrying later", "reason", rows.Printable(resp.GetRejectReason()))
+		return "", errors.New("enrollment pending")
+	}
+	sid := resp.GetSessionId()
+	if len(sid) > maxSessionIDBytes || !printableASCII(sid) {
+		return "", fmt.Errorf("register: the server sent a session id that cannot travel in a header (%d bytes)", len(sid))
+	}
+	return sid, nil
+}
+
+// printableASCII reports whether s may be a gRPC header value.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// agentInfo describes the agent; tags.json is read afresh for every registration, so
+// a tag set since the last one reaches the server on the next (re)connect.
+func (s *Session) agentInfo(ctx context.Context) *agentv1.AgentInfo {
+	p := sysinfo.Current()
+	tags, err := ReadTags(s.o.DataDir)
+	if err != nil {
+		s.log.Warn("registering without tags", "error", rows.Printable(err.Error()))
+		tags = nil
+	}
+	return &agentv1.AgentInfo{
+		AgentId:      s.o.AgentID,
+		Hostname:     sysinfo.Hostname(),
+		Platform:     &commonv1.Platform{Os: p.OS, Arch: p.Arch, Version: p.Version},
+		AgentVersion: s.o.AgentVersion,
+		Plugins:      s.pluginInfos(ctx),
+		ScopableTags: tags,
+	}
+}
+
+// pluginInfos describes every plugin that has answered at least once, its actions as
+// capabilities. A plugin that cannot start now keeps its last known description.
+func (s *Session) pluginInfos(ctx context.Context) []*commonv1.PluginInfo {
+	var out []*commonv1.PluginInfo
+	for _, name := range s.o.Plugins.Plugins() {
+		m, err := s.o.Plugins.Describe(ctx, name)
+		s.mu.Lock()
+		if err == nil {
+			s.manifests[name] = m
+		} else {
+			m, err = s.manifests[name], nil
+		}
+		s.mu.Unlock()
+		if m.Name == "" {
+			s.log.Warn("plugin left out of the registration: it has never started", "plugin", name)
+			continue
+		}
+		info := &commonv1.PluginInfo{Name: m.Name, Version: m.Version, Description: m.Description}
+		for _, a := range m.Actions {
+			info.Capabilities = append(info.Capabilities, a.Name)
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+// receive reads commands until the stream ends.
+func (s *Session) receive(ctx context.Context, stream agentv1.AgentService_SubscribeClient) error {
+	for {
+		req, err := stream.Recv()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("receive: %w", err)
+		}
+		s.handle(ctx, req)
+	}
+}
+
+// send hands the outbox to the stream in order until the stream fails or ctx ends. A
+// message leaves the outbox only once Send has taken it.
+func (s *Session) send(ctx context.Context, stream agentv1.AgentService_SubscribeClient) error {
+	for {
+		m, err := s.out.peek(ctx)
+		if err != nil {
+			return nil
+		}
+		if err := stream.Send(m.resp); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("send: %w", err)
+		}
+		s.out.pop()
+		if m.terminal {
+			s.o.Journal.MarkSent(m.resp.GetCommandId())
+		}
+	}
+}
+
+// heartbeat reports the agent's status every Heartbeat until ctx ends. A failed
+// heartbeat is logged; the command stream decides whether the connection is up.
+func (s *Session) heartbeat(ctx context.Context, client agentv1.AgentServiceClient, sid string) {
+	t := time.NewTicker(s.o.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		hctx, cancel := context.WithTimeout(ctx, min(s.o.Heartbeat, 30*time.Second))
+		_, err := client.Heartbeat(hctx, &agentv1.HeartbeatRequest{SessionId: sid, SentAt: now(), StatusTags: s.statusTags()})
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("heartbeat failed", "error", rows.Printable(err.Error()))
+		}
+	}
+}
+
+// statusTags are the heartbeat's status fields.
+func (s *Session) statusTags() map[string]string {
+	running, failed := 0, 0
+	for _, st := range s.o.Plugins.Status() {
+		switch st.State {
+		case supervisor.StateRunning:
+			running++
+		case supervisor.StateFailed, supervisor.StateRefused:
+			failed++
+		}
+	}
+	healthy := "1"
+	if failed > 0 {
+		healthy = "0"
+	}
+	s.mu.Lock()
+	inflight := len(s.inflight)
+	s.mu.Unlock()
+	return map[string]string{
+		"yuzu.uptime_s":           strconv.FormatInt(int64(time.Since(s.start).Seconds()), 10),
+		"yuzu.commands_executed":  strconv.FormatInt(s.executedCnt.Load(), 10),
+		"yuzu.commands_in_flight": strconv.Itoa(inflight),
+		"yuzu.plugins_loaded":     strconv.Itoa(running),
+		"yuzu.plugins_failed":     strconv.Itoa(failed),
+		"yuzu.os":                 runtime.GOOS,
+		"yuzu.arch":               sysinfo.Arch(runtime.GOARCH),
+		"yuzu.agent_version":      s.o.AgentVersion,
+		"yuzu.healthy":            healthy,
+	}
+}

@@ -1,0 +1,329 @@
+package session
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/yuzugo/yuzu/agent/fleetpb/agentv1"
+	"github.com/yuzugo/yuzu/agent/fleetpb/commonv1"
+	"github.com/yuzugo/yuzu/agent/internal/journal"
+	"github.com/yuzugo/yuzu/agent/supervisor"
+	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/host"
+)
+
+func TestParseTags(t *testing.T) {
+	cases := []struct {
+		name string
+		in   string
+		want map[string]string
+		err  string
+	}{
+		{"plugin's format", "{\n  \"env\": \"prod\",\n  \"role\": \"web\"\n}", map[string]string{"env": "prod", "role": "web"}, ""},
+		{"escapes decoded", `{"q": "say \"hi\"", "p": "C:\\dir\\", "u": "caf\u00e9", "nl": "a\nb"}`,
+			map[string]string{"q": `say "hi"`, "p": `C:\dir\`, "u": "café", "nl": "a\nb"}, ""},
+		{"empty object", "{}", map[string]string{}, ""},
+		{"leading space", " \n{\"a\":\"b\"}", map[string]string{"a": "b"}, ""},
+		{"number value", `{"a": 1}`, nil, "not an object of strings"},
+		{"nested", `{"a": {"b": "c"}}`, nil, "not an object of strings"},
+		{"array", `["a"]`, nil, "not a JSON object"},
+		{"null", `null`, nil, "not a JSON object"},
+		{"empty", ``, nil, "not a JSON object"},
+		{"trailing data", `{"a":"b"} {"c":"d"}`, nil, "data after"},
+		{"truncated", `{"a":"b"`, nil, "not an object of strings"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := parseTags([]byte(c.in))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("parseTags(%q) = %v, %v; want an error mentioning %q", c.in, got, err, c.err)
+				}
+				return
+			}
+			if err != nil || len(got) != len(c.want) {
+				t.Fatalf("parseTags(%q) = %v, %v; want %v", c.in, got, err, c.want)
+			}
+			for k, v := range c.want {
+				if got[k] != v {
+					t.Errorf("%q = %q, want %q", k, got[k], v)
+				}
+			}
+		})
+	}
+}
+
+func FuzzParseTags(f *testing.F) {
+	for _, s := range []string{`{"a":"b"}`, `{}`, `{"a":1}`, `{"\u0000":"\\"}`, ` {"x":"y"} `, `[`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tags, err := parseTags(data)
+		if err == nil && tags == nil {
+			t.Fatal("no error and no map")
+		}
+	})
+}
+
+func TestReadTagsFiles(t *testing.T) {
+	dir := t.TempDir()
+	if tags, err := ReadTags(dir); err != nil || len(tags) != 0 {
+		t.Errorf("missing tags.json: %v, %v; want no tags and no error", tags, err)
+	}
+	path := filepath.Join(dir, "tags.json")
+	if err := os.WriteFile(path, []byte(`{"env":"prod"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if tags, err := ReadTags(dir); err != nil || tags["env"] != "prod" {
+		t.Errorf("ReadTags = %v, %v", tags, err)
+	}
+	if err := os.WriteFile(path, make([]byte, maxTagsBytes+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadTags(dir); err == nil || !strings.Contains(err.Error(), "limit") {
+		t.Errorf("oversized tags.json: %v, want a refusal", err)
+	}
+	other := filepath.Join(t.TempDir(), "elsewhere.json")
+	if err := os.WriteFile(other, []byte(`{"secret":"x"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, path); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	if tags, err := ReadTags(dir); err == nil {
+		t.Errorf("a symlinked tags.json was followed: %v", tags)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	top := func(k int64) int64 { return k - 1 } // the largest value rnd may return
+	for _, c := range []struct {
+		n    int
+		want time.Duration
+	}{
+		{1, 2 * time.Second}, {2, 4 * time.Second}, {8, 256 * time.Second}, {9, 300 * time.Second},
+		{62, 300 * time.Second}, {1000, 300 * time.Second},
+	} {
+		if got := backoff(c.n, time.Second, 300*time.Second, top); got != c.want {
+			t.Errorf("backoff(%d) at most %s, want %s", c.n, got, c.want)
+		}
+	}
+	if got := backoff(5, time.Second, 300*time.Second, func(int64) int64 { return 0 }); got != 0 {
+		t.Errorf("full jitter reaches 0, got %s", got)
+	}
+	for range 1000 {
+		if d := backoff(20, time.Second, 300*time.Second, uniform); d < 0 || d > 300*time.Second {
+			t.Fatalf("backoff out of range: %s", d)
+		}
+	}
+}
+
+func TestWaitFor(t *testing.T) {
+	s := &Session{o: Options{Rand: func(k int64) int64 { return k - 1 }}}
+	for _, c := range []struct {
+		stagger, delay int32
+		want           time.Duration
+	}{
+		{0, 0, 0},
+		{-5, -5, 0},
+		{0, 7, 7 * time.Second},
+		{10, 0, 10 * time.Second},
+		{1 << 30, 0, 300 * time.Second},
+		{1 << 30, 1 << 30, 600 * time.Second},
+		{-1 << 31, 1<<31 - 1, 300 * time.Second},
+	} {
+		got := s.waitFor(&agentv1.CommandRequest{StaggerSeconds: c.stagger, DelaySeconds: c.delay})
+		if got != c.want {
+			t.Errorf("stagger %d delay %d: wait %s, want %s", c.stagger, c.delay, got, c.want)
+		}
+	}
+}
+
+func TestRelayChunks(t *testing.T) {
+	s := &Session{out: newOutbox(1 << 30), life: context.Background()}
+	r := &relay{s: s, id: "c"}
+	row := strings.Repeat("r", 1000)
+	batch := make([]string, 200) // 200,199 bytes joined
+	for i := range batch {
+		batch[i] = row
+	}
+	big := strings.Repeat("B", maxOutput+10)
+	if err := r.rows(batch); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.rows([]string{big, "tail"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.flush(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for s.out.len() > 0 {
+		m, _ := s.out.peek(context.Background())
+		s.out.pop()
+		if m.resp.GetStatus() != agentv1.CommandResponse_RUNNING || m.resp.GetCommandId() != "c" {
+			t.Fatalf("message %v", m.resp)
+		}
+		got = append(got, m.resp.GetOutput())
+	}
+	var joined []string
+	for _, out := range got {
+		if len(out) > maxOutput && out != big {
+			t.Errorf("a message of %d bytes holds more than one row", len(out))
+		}
+		joined = append(joined, strings.Split(out, "\n")...)
+	}
+	want := append(append(batch, big), "tail")
+	if strings.Join(joined, "|") != strings.Join(want, "|") {
+		t.Errorf("rows changed on the way: %d rows, want %d", len(joined), len(want))
+	}
+	if len(got) != 6 { // 65 + 65 + 65 + 5 rows of 1,000 bytes, the big row alone, then "tail"
+		t.Errorf("%d messages, want 6 (sizes %v)", len(got), sizes(got))
+	}
+}
+
+func sizes(ss []string) []int {
+	var n []int
+	for _, s := range ss {
+		n = append(n, len(s))
+	}
+	return n
+}
+
+func TestOutboxBound(t *testing.T) {
+	o := newOutbox(1000)
+	msg := func(n int, terminal bool) outMsg {
+		return outMsg{resp: &agentv1.CommandResponse{CommandId: "x", Output: strings.Repeat("o", n)}, terminal: terminal}
+	}
+	ctx := context.Background()
+	if err := o.push(ctx, msg(5000, false)); err != nil {
+		t.Fatal("an empty outbox must take any message:", err)
+	}
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := o.push(short, msg(10, false)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a full outbox took a row message: %v", err)
+	}
+	if err := o.push(short, msg(10, true)); err != nil {
+		t.Errorf("a terminal answer must never wait: %v", err)
+	}
+	keep := msg(10, false)
+	keep.keep = true
+	if err := o.push(short, keep); err != nil {
+		t.Errorf("a keep message must be queued when its context ends: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- o.push(ctx, msg(10, false)) }()
+	first, _ := o.peek(ctx)
+	if len(first.resp.GetOutput()) != 5000 {
+		t.Fatal("not in order")
+	}
+	o.pop()
+	if err := <-done; err != nil {
+		t.Errorf("push after room was made: %v", err)
+	}
+	if o.len() != 3 {
+		t.Errorf("%d messages, want 3", o.len())
+	}
+	for o.len() > 0 {
+		o.pop()
+	}
+	if err := o.waitEmpty(short); err != nil {
+		t.Errorf("waitEmpty on an empty outbox: %v", err)
+	}
+}
+
+// fakePlugins is a supervisor with one plugin, "p".
+type fakePlugins struct{}
+
+func (fakePlugins) Execute(context.Context, supervisor.Request, func([]string) error) (sdk.Result, error) {
+	return sdk.Result{}, nil
+}
+func (fakePlugins) Describe(context.Context, string) (host.Manifest, error) {
+	return host.Manifest{Name: "p"}, nil
+}
+func (fakePlugins) Plugins() []string           { return []string{"p"} }
+func (fakePlugins) Status() []supervisor.Status { return nil }
+
+func TestInvalid(t *testing.T) {
+	s := New(Options{Plugins: fakePlugins{}})
+	params := func(n int) map[string]string {
+		m := map[string]string{}
+		for i := range n {
+			m[strconv.Itoa(i)] = "v"
+		}
+		return m
+	}
+	for _, c := range []struct {
+		req  *agentv1.CommandRequest
+		want string
+	}{
+		{&agentv1.CommandRequest{Plugin: "p", Action: "a"}, ""},
+		{&agentv1.CommandRequest{Plugin: "q\x1b", Action: "a"}, `plugin not found: q\x1b`},
+		{&agentv1.CommandRequest{Plugin: strings.Repeat("p", 300), Action: "a"}, "plugin not found: " + strings.Repeat("p", 128) + "..."},
+		{&agentv1.CommandRequest{Plugin: "p"}, "invalid command: empty action"},
+		{&agentv1.CommandRequest{Plugin: "p", Action: strings.Repeat("a", 129)}, "invalid command: action of 129 bytes, at most 128"},
+		{&agentv1.CommandRequest{Plugin: "p", Action: "a", Parameters: map[string]string{"": "v"}}, "invalid command: a parameter with an empty name"},
+		{&agentv1.CommandRequest{Plugin: "p", Action: "a", Parameters: map[string]string{strings.Repeat("k", 1025): "v"}}, "invalid command: parameter name of 1025 bytes, at most 1024"},
+		{&agentv1.CommandRequest{Plugin: "p", Action: "a", Parameters: map[string]string{"k": strings.Repeat("v", maxParamBytes)}}, "invalid command: parameters of 8388609 bytes, at most 8388608"},
+	} {
+		if got := s.invalid(c.req); got != c.want {
+			t.Errorf("invalid(plugin %q action %q, %d params) = %q, want %q", c.req.GetPlugin(), c.req.GetAction(), len(c.req.GetParameters()), got, c.want)
+		}
+	}
+	if got := s.invalid(&agentv1.CommandRequest{Plugin: "p", Action: "a", Parameters: params(1025)}); got != "invalid command: 1025 parameters, at most 1024" {
+		t.Errorf("too many parameters: %q", got)
+	}
+}
+
+func TestSlim(t *testing.T) {
+	small := &agentv1.CommandResponse{CommandId: "c", Status: agentv1.CommandResponse_SUCCESS}
+	if slim(small) != small {
+		t.Error("a small answer was copied")
+	}
+	big := &agentv1.CommandResponse{CommandId: "c", Status: agentv1.CommandResponse_REJECTED, Output: strings.Repeat("x", 10000),
+		Error: &commonv1.ErrorDetail{Code: "e", Message: strings.Repeat("m", 5000)}}
+	s := slim(big)
+	if s.GetOutput() != slimmed || len(s.GetError().GetMessage()) > 520 || s.GetStatus() != big.GetStatus() {
+		t.Errorf("slimmed answer: output %q, message of %d bytes", s.GetOutput(), len(s.GetError().GetMessage()))
+	}
+	if len(big.GetOutput()) != 10000 {
+		t.Error("slim changed the original")
+	}
+}
+
+func TestClientTLS(t *testing.T) {
+	if _, err := ClientTLS(TLSFiles{}); !errors.Is(err, ErrNoTrustAnchor) {
+		t.Errorf("no anchor: %v", err)
+	}
+	cfg, err := ClientTLS(TLSFiles{SystemRoots: true})
+	if err != nil || cfg.RootCAs != nil || cfg.MinVersion != tls.VersionTLS12 {
+		t.Errorf("system roots: %+v, %v", cfg, err)
+	}
+	if _, err := ClientTLS(TLSFiles{SystemRoots: true, ClientKey: "k"}); err == nil {
+		t.Error("a key without a certificate was accepted")
+	}
+}
+
+func TestRejectedError(t *testing.T) {
+	err := &RejectedError{Reason: "bad token\x1b[2J"}
+	if got := err.Error(); got != `the fleet server refused the registration: bad token\x1b[2J` {
+		t.Errorf("%q", got)
+	}
+	if !printableASCII("abc-123") || printableASCII("a\nb") || printableASCII("café") {
+		t.Error("printableASCII")
+	}
+	if journal.MaxIDBytes != 256 {
+		t.Error("the documented command id bound is 256 bytes")
+	}
+}

@@ -1,0 +1,73 @@
+//go:build linux
+
+package integration
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/yuzugo/yuzu/integration/fleetserver"
+)
+
+// BenchmarkFleetCommands: 1,000 `tags count` commands pushed at once through the test
+// fleet server, the agent (`yuzu-agent run`, mutual TLS), the tags plugin and back;
+// every one must answer SUCCESS. Target: at least 1,000 commands/s end to end, agent
+// peak RSS under 64 MiB.
+func BenchmarkFleetCommands(b *testing.B) {
+	f := newFleet(b, fleetserver.Options{}, tagsBin)
+	a := f.agent()
+	ctx := testCtx(b, 10*time.Minute)
+	const batch = 1000
+	round := 0
+	start := time.Now()
+	for b.Loop() {
+		round++
+		ids := make([]string, batch)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("r%d-%d", round, i)
+			if err := f.srv.Send(ctx, command(ids[i], "tags", "count")); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for _, id := range ids {
+			r, err := f.srv.WaitTerminal(ctx, id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if r.Terminal.GetStatus() != success || r.Terminals != 1 || len(r.Rows) != 1 {
+				b.Fatalf("%s: %+v", id, r)
+			}
+		}
+	}
+	elapsed := time.Since(start)
+	b.ReportMetric(float64(round*batch)/elapsed.Seconds(), "commands/s")
+	b.ReportMetric(float64(procStatusBytes(b, a.cmd.Process.Pid, "VmHWM"))/(1<<20), "agent-peak-RSS-MiB")
+	a.stop(b)
+}
+
+// BenchmarkFleetRows: one command answering 100,000 rows, relayed by the agent to the
+// server in RUNNING messages of at most 64 KiB. Target: 300,000 rows/s or more.
+func BenchmarkFleetRows(b *testing.B) {
+	f := newFleet(b, fleetserver.Options{}, sleeperBin)
+	a := f.agent()
+	ctx := testCtx(b, 10*time.Minute)
+	const n = 100000
+	round := 0
+	var total time.Duration
+	for b.Loop() {
+		round++
+		start := time.Now()
+		r, err := f.srv.Do(ctx, command(fmt.Sprint("rows-", round), "sleeper", "rows", "n="+strconv.Itoa(n)))
+		total += time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(r.Rows) != n || r.Terminal.GetStatus() != success {
+			b.Fatalf("%d rows, status %v", len(r.Rows), r.Terminal.GetStatus())
+		}
+	}
+	b.ReportMetric(float64(round*n)/total.Seconds(), "rows/s")
+	a.stop(b)
+}
