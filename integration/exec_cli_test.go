@@ -298,7 +298,7 @@ func TestPluginsList(t *testing.T) {
 		t.Fatalf("plugins: want a header and three rows:\n%s", r.stdout)
 	}
 	want := [][]string{
-		{"crasher", "0.0.1", "running", "0", "-", "ok,crash,kill,panic"},
+		{"crasher", "0.0.1", "running", "0", "-", "ok,crash,kill,panic,log"},
 		{"sleeper", "0.0.1", "running", "0", "-", "ok,sleep,sleep_ctx,rows,env,active,pid"},
 		{"tags", "0.1.0", "running", "0", "-", "set,get,get_all,delete,check,clear,count"},
 	}

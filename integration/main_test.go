@@ -30,6 +30,7 @@ const (
 	crasherBin  = "yuzu-plugin-crasher"
 	helloBin    = "yuzu-plugin-hello"
 	mismatchBin = "yuzu-plugin-mismatch"
+	hostileBin  = "yuzu-plugin-hostile"
 )
 
 // shipped lists the plugins `make build` ships (every plugin-NAME module), by name.
@@ -44,6 +45,7 @@ var builds = map[string]string{
 	crasherBin:  "./integration/testplugins/crasher",
 	helloBin:    "./sdk/examples/hello",
 	mismatchBin: "./integration/testplugins/mismatch",
+	hostileBin:  "./integration/testplugins/hostile",
 }
 
 // built describes the binaries of this run. binDir also holds plugins.sha256 listing

@@ -54,6 +54,9 @@ func Serve(p *Plugin) {
 	if handshakeOut != nil {
 		os.Stdout = handshakeOut
 	}
+	// Once the agent is gone, nobody reads the plugin's stderr: a write there must
+	// fail, not end the process with SIGPIPE before it has killed what it started.
+	signal.Ignore(syscall.SIGPIPE)
 
 	log := hclog.New(&hclog.LoggerOptions{
 		Name:       p.Name,
@@ -70,11 +73,12 @@ func Serve(p *Plugin) {
 		if code == 0 && why == closedByAgent {
 			level = hclog.Debug
 		}
-		log.Log(level, "plugin stopping", "reason", why)
 		srv.shutdown(stopGrace)
 		// Nothing the plugin started may outlive it: its tools (their own process
-		// groups) and anything they started, then the rest of its own group.
+		// groups) and anything they started. This comes before the log line below,
+		// which may fail when the agent is gone.
 		proctree.KillDescendants(os.Getpid())
+		log.Log(level, "plugin stopping", "reason", why)
 		os.Exit(code)
 	}
 	watchParent(parentPoll, func() { exit(1, "agent is gone") })

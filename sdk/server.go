@@ -14,6 +14,7 @@ import (
 	"github.com/yuzugo/yuzu/sdk/internal/pluginv1"
 	"github.com/yuzugo/yuzu/sdk/internal/wire"
 	"github.com/yuzugo/yuzu/sdk/params"
+	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 func init() {
@@ -156,7 +157,9 @@ func (s *server) Execute(req *pluginv1.ExecuteRequest, stream pluginv1.PluginSer
 		ReturnCode:   int32(res.Code),
 		Status:       pluginv1.ResultStatus(res.Status),
 		Completeness: pluginv1.Completeness(res.Completeness),
-		Provenance:   res.Provenance,
+		// A provenance that is not valid UTF-8 could not be marshalled, and the
+		// agent would lose the answer and take the plugin for crashed.
+		Provenance: rows.ValidUTF8(res.Provenance),
 	}}})
 }
 

@@ -203,7 +203,16 @@ func (k *keeper) onAcquire(reply chan<- acquired) {
 		reply <- acquired{err: k.refused}
 		return
 	case StateRunning:
-		reply <- acquired{c: k.child}
+		select {
+		case <-k.child.Exited():
+			// The child is gone but its exit event is still queued: handle it now
+			// rather than hand a dead child to a command (which would fail with the
+			// previous command's crash), then let this command wait for the restart.
+			k.onExited(k.child)
+			k.onAcquire(reply)
+		default:
+			reply <- acquired{c: k.child}
+		}
 		return
 	case StateFailed:
 		if time.Now().Before(k.failedUntil) {

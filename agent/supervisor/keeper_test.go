@@ -455,3 +455,19 @@ func TestKeeperCloseDuringStart(t *testing.T) {
 		t.Errorf("after close: %+v", st)
 	}
 }
+
+// A command that arrives right after a crash, before the exit event is processed,
+// waits for the restart instead of getting the dead child (and its old crash).
+func TestKeeperNoDeadChildAfterCrash(t *testing.T) {
+	l := &fakeLauncher{}
+	s := newTestSupervisor(t, l, Options{RestartBudget: 50})
+	for i := range 20 {
+		if _, _, err := run(s, "crash", "", time.Second); err == nil {
+			t.Fatalf("crash %d: no error", i)
+		}
+		rows, _, err := run(s, "ok", "x", time.Second)
+		if err != nil || rows != "ok|x" {
+			t.Fatalf("round %d: the command after a crash got %q, %v", i, rows, err)
+		}
+	}
+}

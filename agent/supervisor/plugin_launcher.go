@@ -28,12 +28,13 @@ type pluginLauncher struct {
 
 	// mu makes a start and an orphan sweep exclusive, so that a child that has just
 	// been forked is always registered before a sweep could take it for an orphan.
-	mu   sync.Mutex
-	live map[int]bool // pids of running plugin children
+	mu      sync.Mutex
+	live    map[int]bool // pids of running plugin children
+	reaping map[int]bool // orphans killed and not yet reaped
 }
 
 func newPluginLauncher(o Options) *pluginLauncher {
-	l := &pluginLauncher{log: o.Logger, logLevel: hclog.LevelFromString(o.LogLevel), reapOrphans: o.ReapOrphans, live: map[int]bool{}}
+	l := &pluginLauncher{log: o.Logger, logLevel: hclog.LevelFromString(o.LogLevel), reapOrphans: o.ReapOrphans, live: map[int]bool{}, reaping: map[int]bool{}}
 	if l.reapOrphans {
 		if err := proctree.BecomeSubreaper(); err != nil && !errors.Is(err, proctree.ErrUnsupported) {
 			l.log.Warn("cannot adopt orphaned plugin descendants", "error", err)
@@ -133,7 +134,7 @@ func (l *pluginLauncher) ended(pr *procRunner) {
 	defer l.mu.Unlock()
 	delete(l.live, pr.cmd.Process.Pid)
 	if l.reapOrphans {
-		sweepOrphans(l.live, l.log)
+		sweepOrphans(l.live, l.reaping, &l.mu, l.log)
 	}
 }
 
@@ -142,7 +143,7 @@ func (l *pluginLauncher) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.reapOrphans {
-		sweepOrphans(l.live, l.log)
+		sweepOrphans(l.live, l.reaping, &l.mu, l.log)
 	}
 }
 

@@ -8,7 +8,9 @@ import (
 	"github.com/yuzugo/yuzu/sdk"
 )
 
-func nop(context.Context, *sdk.Request, *sdk.Output) (sdk.Result, error) { return sdk.Undeclared(), nil }
+func nop(context.Context, *sdk.Request, *sdk.Output) (sdk.Result, error) {
+	return sdk.Undeclared(), nil
+}
 
 // samplePlugin declares exactly what sampleYAML defines.
 func samplePlugin() *sdk.Plugin {

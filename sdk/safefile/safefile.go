@@ -34,6 +34,12 @@ func Open(path string) (*os.File, fs.FileInfo, error) {
 		if isSymlinkErr(err) {
 			return nil, nil, fmt.Errorf("%s is a symbolic link: %w", path, ErrNotRegular)
 		}
+		// Some kinds of file cannot even be opened (a socket answers ENXIO): say what
+		// is there rather than pass the open's puzzling error on. The lstat only words
+		// the refusal; the open has already failed.
+		if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
+			return nil, nil, fmt.Errorf("%s is %s: %w", path, Describe(fi.Mode()), ErrNotRegular)
+		}
 		return nil, nil, err
 	}
 	fi, err := f.Stat()
