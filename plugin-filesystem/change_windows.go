@@ -1,0 +1,112 @@
+package main
+
+import (
+	"errors"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/windows"
+
+	"github.com/yuzugo/yuzu/sdk"
+
+	"github.com/yuzugo/yuzu/plugin-filesystem/internal/pathcheck"
+)
+
+// nonBlock and noFollow have no open-flag equivalent on Windows: there are no FIFOs
+// among regular paths, and links are refused by pathcheck's open.
+const (
+	nonBlock = 0
+	noFollow = 0
+)
+
+// pinnedDir is the directory a change writes into. Windows offers no path that
+// resolves names through an open handle, so the directory is named by its canonical
+// path, and before the write the target is opened again through pathcheck (which
+// refuses a link as the last element and checks the final path of the handle).
+type pinnedDir struct {
+	canon string
+}
+
+func pinDir(base, dir string, outsideOK bool) (*pinnedDir, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, errors.New("not a directory")
+	}
+	if base != "" && !outsideOK {
+		canonBase, err := pathcheck.Validate(base, "")
+		if err != nil {
+			return nil, err
+		}
+		if !pathcheck.Contains(canonBase, dir) {
+			return nil, pathcheck.ErrOutside
+		}
+	}
+	return &pinnedDir{canon: dir}, nil
+}
+
+func (d *pinnedDir) close() {}
+
+// key identifies the directory for the write lock by its canonical path, in one case.
+func (d *pinnedDir) key() uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(strings.ToLower(d.canon)))
+	return h.Sum64()
+}
+
+func (d *pinnedDir) path(name string) string { return filepath.Join(d.canon, name) }
+
+// holds reports whether name in the directory is still the regular file f.
+func (d *pinnedDir) holds(name string, f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && d.holdsInfo(name, fi)
+}
+
+// holdsInfo is holds for a file known by its stat.
+func (d *pinnedDir) holdsInfo(name string, fi os.FileInfo) bool {
+	g, err := pathcheck.Open(d.path(name), os.O_RDONLY, 0)
+	if err != nil {
+		return false
+	}
+	defer g.Close()
+	gi, err := g.Stat()
+	return err == nil && gi.Mode().IsRegular() && os.SameFile(fi, gi)
+}
+
+// create makes the new file name with CREATE_NEW, which fails on any existing entry,
+// link included.
+func (d *pinnedDir) create(name string) (*os.File, error) {
+	return os.OpenFile(d.path(name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+}
+
+// removeIfSame deletes the entry name when it is still the file fi describes.
+func (d *pinnedDir) removeIfSame(name string, fi os.FileInfo) {
+	if d.holdsInfo(name, fi) {
+		_ = os.Remove(d.path(name))
+	}
+}
+
+// sync does nothing: Windows has no directory handle to flush.
+func (d *pinnedDir) sync(*sdk.Request) {}
+
+// tryLockFile takes an exclusive lock on the first byte of f without waiting.
+func tryLockFile(f *os.File) (bool, error) {
+	ol := new(windows.Overlapped)
+	err := windows.LockFileEx(windows.Handle(f.Fd()),
+		windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, ol)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, windows.ERROR_LOCK_VIOLATION), errors.Is(err, windows.ERROR_IO_PENDING):
+		return false, nil
+	}
+	return false, err
+}
+
+func unlockFile(f *os.File) {
+	_ = windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, new(windows.Overlapped))
+}

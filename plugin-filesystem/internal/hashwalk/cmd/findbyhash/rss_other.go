@@ -1,0 +1,6 @@
+//go:build !linux
+
+package main
+
+// maxRSSKiB is only measured on Linux; elsewhere it reports -1.
+func maxRSSKiB() int64 { return -1 }

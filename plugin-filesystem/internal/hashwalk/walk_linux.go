@@ -1,0 +1,328 @@
+package hashwalk
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/yuzugo/yuzu/plugin-filesystem/internal/mounts"
+)
+
+// The Linux walk resolves the root once and opens everything else relative
+// to its parent directory's descriptor, one name at a time and without
+// following a final symlink. A symlink swapped in anywhere after the root was
+// opened can therefore never lead the walk outside the tree: the parent is
+// pinned by its descriptor, and the name itself is refused if it is a link.
+// openat2 adds RESOLVE_NO_SYMLINKS|RESOLVE_BENEATH where the kernel has it,
+// which also protects the components of the root's own path.
+
+var (
+	openat2Once sync.Once
+	openat2OK   bool
+	// noOpenat2 forces the openat fallback; tests set it to cover both.
+	noOpenat2 atomic.Bool
+)
+
+// haveOpenat2 probes openat2 once per process. A kernel before 5.6 answers
+// ENOSYS and a seccomp profile usually EPERM or ENOSYS; either way the walk
+// uses openat with O_NOFOLLOW from then on.
+func haveOpenat2() bool {
+	if noOpenat2.Load() {
+		return false
+	}
+	openat2Once.Do(func() {
+		fd, err := unix.Openat2(unix.AT_FDCWD, "/", &unix.OpenHow{
+			Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_NO_SYMLINKS,
+		})
+		if err == nil {
+			unix.Close(fd)
+			openat2OK = true
+		}
+	})
+	return openat2OK
+}
+
+// openRel opens one name relative to a directory descriptor, refusing a
+// symlink. dirfd may be AT_FDCWD with an absolute path for the root, where
+// openat2 refuses a symlink in any component.
+func openRel(dirfd int, name string, flags int) (int, error) {
+	for {
+		var fd int
+		var err error
+		if haveOpenat2() {
+			how := unix.OpenHow{
+				Flags:   uint64(flags),
+				Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+			}
+			if dirfd != unix.AT_FDCWD {
+				how.Resolve |= unix.RESOLVE_BENEATH
+			}
+			fd, err = unix.Openat2(dirfd, name, &how)
+		} else {
+			fd, err = unix.Openat(dirfd, name, flags, 0)
+		}
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		return fd, err
+	}
+}
+
+// Test hooks, nil outside tests: called with a path just before the walk
+// opens it, so a test can swap the entry at the worst moment.
+var beforeOpenDir, beforeOpenFile atomic.Pointer[func(path string)]
+
+func runHook(h *atomic.Pointer[func(string)], path string) {
+	if f := h.Load(); f != nil {
+		(*f)(path)
+	}
+}
+
+const dirOpenFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK
+
+// direntBufSize is the getdents64 buffer of one directory level; a walk
+// holds at most one per level.
+const direntBufSize = 32 << 10
+
+type frame struct {
+	d     dirReader
+	path  string
+	depth int
+	dev   uint64
+}
+
+func (e *engine) walk(root string) {
+	switch e.table.Classify(root) {
+	case mounts.Network:
+		e.network.Add(1)
+		return
+	case mounts.Pseudo:
+		e.unreadable.Add(1)
+		return
+	}
+	fd, err := openRel(unix.AT_FDCWD, root, dirOpenFlags)
+	if err != nil {
+		e.unreadable.Add(1)
+		return
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		e.unreadable.Add(1)
+		return
+	}
+	switch fsClass(fd) {
+	case mounts.Network:
+		unix.Close(fd)
+		e.network.Add(1)
+		return
+	case mounts.Pseudo:
+		unix.Close(fd)
+		e.unreadable.Add(1)
+		return
+	}
+	noatime := 0
+	if unix.Geteuid() == 0 {
+		// Reads never alter the target, not even its access time.
+		noatime = unix.O_NOATIME
+	}
+
+	// Directories are listed at depths 0..MaxDepth-1, one buffer per level.
+	bufs := make([][]byte, e.maxDepth)
+	bufAt := func(depth int) []byte {
+		if bufs[depth] == nil {
+			bufs[depth] = make([]byte, direntBufSize)
+		}
+		return bufs[depth]
+	}
+	stack := make([]frame, 0, e.maxDepth)
+	stack = append(stack, frame{d: dirReader{fd: fd, buf: bufAt(0)}, path: root, dev: uint64(st.Dev)})
+	defer func() {
+		for i := range stack {
+			unix.Close(stack[i].d.fd)
+		}
+	}()
+	pop := func() {
+		unix.Close(stack[len(stack)-1].d.fd)
+		stack = stack[:len(stack)-1]
+	}
+
+	for len(stack) > 0 {
+		top := &stack[len(stack)-1]
+		rawName, typ, ok, err := top.d.next()
+		if err != nil {
+			// The rest of this directory cannot be listed.
+			e.unreadable.Add(1)
+			pop()
+			continue
+		}
+		if !ok {
+			pop()
+			continue
+		}
+		if !e.nextEntry() {
+			return
+		}
+		p := joinPath(top.path, string(rawName))
+		name := p[len(p)-len(rawName):]
+		depth := top.depth + 1
+		mc := e.classifyMount(p)
+		if mc == mounts.Network {
+			e.network.Add(1)
+			continue
+		}
+		if typ == unix.DT_UNKNOWN {
+			// Some filesystems leave the type out of the listing.
+			var est unix.Stat_t
+			if err := unix.Fstatat(top.d.fd, name, &est, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				e.unreadable.Add(1)
+				continue
+			}
+			typ = direntType(est.Mode)
+		}
+		switch typ {
+		case unix.DT_LNK:
+			e.symlink.Add(1)
+		case unix.DT_DIR:
+			if depth >= e.maxDepth {
+				continue
+			}
+			if mc == mounts.Pseudo {
+				e.unreadable.Add(1)
+				continue
+			}
+			cfd, dev, ok := e.openDir(top.d.fd, name, p, top.dev)
+			if ok {
+				stack = append(stack, frame{d: dirReader{fd: cfd, buf: bufAt(depth)}, path: p, depth: depth, dev: dev})
+			}
+		case unix.DT_REG:
+			if mc == mounts.Pseudo {
+				e.unreadable.Add(1)
+				continue
+			}
+			if !e.openFile(top.d.fd, name, p, noatime) {
+				return
+			}
+		default:
+			e.notRegular.Add(1)
+		}
+	}
+}
+
+// openDir opens a subdirectory for listing and counts the reason when it
+// cannot be entered.
+func (e *engine) openDir(parent int, name, path string, parentDev uint64) (int, uint64, bool) {
+	runHook(&beforeOpenDir, path)
+	fd, err := openRel(parent, name, dirOpenFlags)
+	if err != nil {
+		switch {
+		case errors.Is(err, unix.ELOOP):
+			e.symlink.Add(1)
+		case errors.Is(err, unix.ENOTDIR):
+			// Something else was swapped in after the listing. The kernel
+			// says ENOTDIR for a symlink too when O_DIRECTORY is checked
+			// first, so look at the name itself, without following it.
+			var st unix.Stat_t
+			if unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				e.symlink.Add(1)
+			} else {
+				e.unreadable.Add(1)
+			}
+		default:
+			e.unreadable.Add(1)
+		}
+		return -1, 0, false
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		e.unreadable.Add(1)
+		return -1, 0, false
+	}
+	if uint64(st.Dev) != parentDev {
+		// A filesystem boundary: ask the kernel what is really mounted
+		// here, which catches mounts the table missed.
+		switch fsClass(fd) {
+		case mounts.Network:
+			unix.Close(fd)
+			e.network.Add(1)
+			return -1, 0, false
+		case mounts.Pseudo:
+			unix.Close(fd)
+			e.unreadable.Add(1)
+			return -1, 0, false
+		}
+	}
+	return fd, uint64(st.Dev), true
+}
+
+// openFile opens a regular file without following it and without blocking,
+// judges it on the descriptor and queues it for hashing. It returns false
+// when the walk has stopped.
+func (e *engine) openFile(parent int, name, path string, noatime int) bool {
+	runHook(&beforeOpenFile, path)
+	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOCTTY
+	fd, err := openRel(parent, name, flags|noatime)
+	if noatime != 0 && errors.Is(err, unix.EPERM) {
+		fd, err = openRel(parent, name, flags)
+	}
+	if err != nil {
+		switch {
+		case errors.Is(err, unix.ELOOP):
+			e.symlink.Add(1)
+		case errors.Is(err, unix.ENXIO), errors.Is(err, unix.ENODEV):
+			// A socket or a device swapped in after the listing.
+			e.notRegular.Add(1)
+		default:
+			e.unreadable.Add(1)
+		}
+		return true
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		e.unreadable.Add(1)
+		return true
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		e.notRegular.Add(1)
+		return true
+	}
+	if !e.admitFile(st.Size) {
+		unix.Close(fd)
+		return true
+	}
+	return e.enqueue(job{r: fdFile(fd), path: path})
+}
+
+func fsClass(fd int) mounts.Class {
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &sfs); err != nil {
+		return mounts.Local
+	}
+	return mounts.ClassifyMagic(uint32(sfs.Type))
+}
+
+func direntType(mode uint32) uint8 {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return unix.DT_REG
+	case unix.S_IFDIR:
+		return unix.DT_DIR
+	case unix.S_IFLNK:
+		return unix.DT_LNK
+	case unix.S_IFIFO:
+		return unix.DT_FIFO
+	case unix.S_IFSOCK:
+		return unix.DT_SOCK
+	case unix.S_IFCHR:
+		return unix.DT_CHR
+	case unix.S_IFBLK:
+		return unix.DT_BLK
+	}
+	return unix.DT_UNKNOWN
+}

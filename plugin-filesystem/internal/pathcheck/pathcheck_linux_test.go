@@ -1,0 +1,360 @@
+package pathcheck
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// newTree builds the attack playground and returns its canonical root:
+//
+//	base/file.txt, base/sub/inner.txt
+//	base/link_in -> file.txt              base/link_out -> ../outside/secret.txt
+//	base/abs_out -> <root>/outside/secret.txt
+//	base/dirlink_in -> sub                base/dirlink_out -> ../outside
+//	base/dangling -> nowhere              base/loop1 <-> base/loop2
+//	base/chain -> link_in                 base/chain_out -> dirlink_out/secret.txt
+//	base/fifo                             outside/secret.txt
+//	outside/back_in -> ../base/file.txt   basebackup/file.txt
+//	base_link -> base                     dangling_base -> gone
+func newTree(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"base/sub", "outside", "basebackup"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, content := range map[string]string{
+		"base/file.txt": "inside\n", "base/sub/inner.txt": "inner\n",
+		"outside/secret.txt": "secret\n", "basebackup/file.txt": "sibling\n",
+	} {
+		if err := os.WriteFile(filepath.Join(root, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{
+		"base/link_in": "file.txt", "base/link_out": "../outside/secret.txt",
+		"base/abs_out":    filepath.Join(root, "outside/secret.txt"),
+		"base/dirlink_in": "sub", "base/dirlink_out": "../outside",
+		"base/dangling": "nowhere", "base/loop1": "loop2", "base/loop2": "loop1",
+		"base/chain": "link_in", "base/chain_out": "dirlink_out/secret.txt",
+		"outside/back_in": "../base/file.txt", "base_link": "base", "dangling_base": "gone",
+	} {
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Mkfifo(filepath.Join(root, "base/fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// TestValidateAttacks is the table of hostile inputs for Validate, ValidateOrParent and
+// ValidateNew. In raw, base and want, "@" stands for the tree's root.
+func TestValidateAttacks(t *testing.T) {
+	root := newTree(t)
+	t.Chdir(filepath.Join(root, "base"))
+	outsideFile, err := os.Open(filepath.Join(root, "outside/secret.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outsideFile.Close()
+	fdLink := "/proc/self/fd/" + strconv.Itoa(int(outsideFile.Fd()))
+	dotdots := strings.Repeat("../", 64) + strings.TrimPrefix(root, "/")
+
+	const (
+		validate = iota
+		orParent
+		newFile
+	)
+	tests := []struct {
+		name      string
+		fn        int
+		raw, base string
+		want      string // expected result; "" when err is set
+		err       error
+	}{
+		{"plain file inside", validate, "@/base/file.txt", "@/base", "@/base/file.txt", nil},
+		{"nested file inside", validate, "@/base/sub/inner.txt", "@/base", "@/base/sub/inner.txt", nil},
+		{"base itself", validate, "@/base", "@/base", "@/base", nil},
+		{"base with trailing slash", validate, "@/base/", "@/base", "@/base", nil},
+		{"dot-dot staying inside", validate, "@/base/sub/../file.txt", "@/base", "@/base/file.txt", nil},
+		{"dot-dot escape", validate, "@/base/../outside/secret.txt", "@/base", "", ErrOutside},
+		{"double dot-dot escape", validate, "@/base/sub/../../outside/secret.txt", "@/base", "", ErrOutside},
+		{"dot-dot past the filesystem root", validate, "@/base/" + dotdots + "/outside/secret.txt", "@/base", "", ErrOutside},
+		{"relative link inside", validate, "@/base/link_in", "@/base", "@/base/file.txt", nil},
+		{"relative link escaping", validate, "@/base/link_out", "@/base", "", ErrOutside},
+		{"absolute link escaping", validate, "@/base/abs_out", "@/base", "", ErrOutside},
+		{"directory link inside", validate, "@/base/dirlink_in/inner.txt", "@/base", "@/base/sub/inner.txt", nil},
+		{"directory link escaping", validate, "@/base/dirlink_out/secret.txt", "@/base", "", ErrOutside},
+		{"directory link escaping, trailing slash", validate, "@/base/dirlink_out/", "@/base", "", ErrOutside},
+		{"link resolved before dot-dot", validate, "@/base/dirlink_out/../base/file.txt", "@/base", "@/base/file.txt", nil},
+		{"link then dot-dot leaving base", validate, "@/base/dirlink_out/../outside/secret.txt", "@/base", "", ErrOutside},
+		{"link chain inside", validate, "@/base/chain", "@/base", "@/base/file.txt", nil},
+		{"link chain escaping", validate, "@/base/chain_out", "@/base", "", ErrOutside},
+		{"outside link pointing inside", validate, "@/outside/back_in", "@/base", "@/base/file.txt", nil},
+		{"dangling link", validate, "@/base/dangling", "@/base", "", ErrNotExist},
+		{"link loop", validate, "@/base/loop1", "@/base", "", ErrNotExist},
+		{"missing file", validate, "@/base/missing", "@/base", "", ErrNotExist},
+		{"prefix sibling", validate, "@/basebackup/file.txt", "@/base", "", ErrOutside},
+		{"prefix sibling via dot-dot", validate, "@/base/../basebackup/file.txt", "@/base", "", ErrOutside},
+		{"base given through a link", validate, "@/base/file.txt", "@/base_link", "@/base/file.txt", nil},
+		{"path given through a link to base", validate, "@/base_link/sub/inner.txt", "@/base", "@/base/sub/inner.txt", nil},
+		{"/proc/self/root prefix inside", validate, "/proc/self/root@/base/file.txt", "@/base", "@/base/file.txt", nil},
+		{"/proc/self/root prefix escaping", validate, "/proc/self/root@/outside/secret.txt", "@/base", "", ErrOutside},
+		{"/proc/self/cwd", validate, "/proc/self/cwd/file.txt", "@/base", "@/base/file.txt", nil},
+		{"/proc/self/fd magic link escaping", validate, fdLink, "@/base", "", ErrOutside},
+		{"NUL in path", validate, "@/base/file.txt\x00.jpg", "@/base", "", ErrNUL},
+		{"NUL in base", validate, "@/base/file.txt", "@/base\x00", "", ErrNUL},
+		{"over-long path", validate, "@/" + strings.Repeat("a", MaxLen), "@/base", "", ErrTooLong},
+		{"over-long base", validate, "@/base/file.txt", "/" + strings.Repeat("b", MaxLen), "", ErrTooLong},
+		{"empty path", validate, "", "@/base", "", ErrEmpty},
+		{"missing base", validate, "@/base/file.txt", "@/nobase", "", ErrBaseDir},
+		{"dangling base", validate, "@/base/file.txt", "@/dangling_base", "", ErrBaseDir},
+		{"root as base contains everything", validate, "@/outside/secret.txt", "/", "@/outside/secret.txt", nil},
+		{"relative path inside", validate, "sub/inner.txt", "@/base", "@/base/sub/inner.txt", nil},
+		{"relative path escaping", validate, "../outside/secret.txt", "@/base", "", ErrOutside},
+		{"repeated slashes", validate, "@//base///sub//inner.txt", "@/base", "@/base/sub/inner.txt", nil},
+		{"FIFO inside is a valid path", validate, "@/base/fifo", "@/base", "@/base/fifo", nil},
+		{"no base: no narrowing", validate, "@/base/link_out", "", "@/outside/secret.txt", nil},
+
+		{"new file inside", orParent, "@/base/new.txt", "@/base", "@/base/new.txt", nil},
+		{"new file returned as written", orParent, "@/base/sub/../new.txt", "@/base", "@/base/sub/../new.txt", nil},
+		{"new file under escaping link", orParent, "@/base/dirlink_out/new.txt", "@/base", "", ErrOutside},
+		{"new file escaping by dot-dot", orParent, "@/base/../outside/new.txt", "@/base", "", ErrOutside},
+		{"new file in missing directory", orParent, "@/base/nodir/new.txt", "@/base", "", ErrNotExist},
+		{"new bare name", orParent, "new.txt", "@/base", "", ErrNoParent},
+		{"existing file canonicalised", orParent, "@/base/link_in", "@/base", "@/base/file.txt", nil},
+		{"existing escaping link", orParent, "@/base/link_out", "@/base", "", ErrOutside},
+		{"dangling link counts as new", orParent, "@/base/dangling", "@/base", "@/base/dangling", nil},
+		{"NUL in new path", orParent, "@/base/new\x00", "@/base", "", ErrNUL},
+
+		{"create path inside", newFile, "@/base/new.txt", "@/base", "@/base/new.txt", nil},
+		{"create path through inner link", newFile, "@/base/dirlink_in/new.txt", "@/base", "@/base/sub/new.txt", nil},
+		{"create path through escaping link", newFile, "@/base/dirlink_out/new.txt", "@/base", "", ErrOutside},
+		{"create path without a name", newFile, "@/base/sub/", "@/base", "", ErrNotCanonical},
+		{"create path ending in dot-dot", newFile, "@/base/sub/..", "@/base", "", ErrNotCanonical},
+	}
+	at := func(s string) string { return strings.ReplaceAll(s, "@", root) }
+	for _, tc := range tests {
+		var got string
+		var err error
+		switch tc.fn {
+		case validate:
+			got, err = Validate(at(tc.raw), at(tc.base))
+		case orParent:
+			got, err = ValidateOrParent(at(tc.raw), at(tc.base))
+		default:
+			got, err = ValidateNew(at(tc.raw), at(tc.base))
+		}
+		if tc.err != nil {
+			if !errors.Is(err, tc.err) {
+				t.Errorf("%s: got %q, %v; want error %v", tc.name, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != at(tc.want) {
+			t.Errorf("%s: got %q, %v; want %q", tc.name, got, err, at(tc.want))
+		}
+	}
+}
+
+// TestOpenAttacks swaps parts of a validated path for links and checks that opening
+// the canonical path then fails, with openat2 and with the fallback walk.
+func TestOpenAttacks(t *testing.T) {
+	type env struct {
+		root, base string
+	}
+	tests := []struct {
+		name string
+		// run validates, tampers and opens; it returns the opened file or the error.
+		run  func(t *testing.T, e env) (*os.File, error)
+		err  error  // wanted error; nil: the open must succeed
+		read string // with err nil: the content to read
+	}{
+		{"canonical file", func(t *testing.T, e env) (*os.File, error) {
+			return OpenIn(e.base, mustValidate(t, e.base+"/link_in", e.base), os.O_RDONLY, 0)
+		}, nil, "inside\n"},
+		{"directory swapped for a link inside base", func(t *testing.T, e env) (*os.File, error) {
+			p := mustValidate(t, e.base+"/sub/inner.txt", e.base)
+			must(t, os.Rename(e.base+"/sub", e.base+"/sub_real"))
+			must(t, os.Symlink("sub_real", e.base+"/sub"))
+			return Open(p, os.O_RDONLY, 0)
+		}, ErrSymlink, ""},
+		{"directory swapped for a link leaving base", func(t *testing.T, e env) (*os.File, error) {
+			p := mustValidate(t, e.base+"/sub/inner.txt", e.base)
+			must(t, os.Rename(e.base+"/sub", e.base+"/sub_old"))
+			must(t, os.WriteFile(e.root+"/outside/inner.txt", []byte("secret\n"), 0o644))
+			must(t, os.Symlink("../outside", e.base+"/sub"))
+			return OpenIn(e.base, p, os.O_RDONLY, 0)
+		}, ErrSymlink, ""},
+		{"last element swapped for a link", func(t *testing.T, e env) (*os.File, error) {
+			p := mustValidate(t, e.base+"/file.txt", e.base)
+			must(t, os.Remove(p))
+			must(t, os.Symlink("../outside/secret.txt", p))
+			return OpenIn(e.base, p, os.O_RDONLY, 0)
+		}, ErrSymlink, ""},
+		{"last element swapped, O_PATH", func(t *testing.T, e env) (*os.File, error) {
+			p := mustValidate(t, e.base+"/file.txt", e.base)
+			must(t, os.Remove(p))
+			must(t, os.Symlink("../outside/secret.txt", p))
+			return Open(p, unix.O_PATH, 0)
+		}, ErrSymlink, ""},
+		{"last element swapped, O_PATH|O_NOFOLLOW", func(t *testing.T, e env) (*os.File, error) {
+			p := mustValidate(t, e.base+"/file.txt", e.base)
+			must(t, os.Remove(p))
+			must(t, os.Symlink("../outside/secret.txt", p))
+			return Open(p, unix.O_PATH|unix.O_NOFOLLOW, 0)
+		}, ErrSymlink, ""},
+		{"last element swapped, writing", func(t *testing.T, e env) (*os.File, error) {
+			p := mustValidate(t, e.base+"/file.txt", e.base)
+			must(t, os.Remove(p))
+			must(t, os.Symlink("../outside/secret.txt", p))
+			return Open(p, os.O_WRONLY|os.O_APPEND, 0)
+		}, ErrSymlink, ""},
+		{"base swapped for a link", func(t *testing.T, e env) (*os.File, error) {
+			// The base now canonicalises elsewhere, so the validated path is no
+			// longer inside it.
+			p := mustValidate(t, e.base+"/file.txt", e.base)
+			must(t, os.Rename(e.base, e.root+"/base_moved"))
+			must(t, os.Symlink("base_moved", e.base))
+			return OpenIn(e.base, p, os.O_RDONLY, 0)
+		}, ErrOutside, ""},
+		{"base element swapped for a link after canonicalising", func(t *testing.T, e env) (*os.File, error) {
+			// openWith receives the canonical base; a link in its place is met when
+			// the base itself is opened.
+			p := mustValidate(t, e.base+"/file.txt", e.base)
+			must(t, os.Rename(e.base, e.root+"/base_moved"))
+			must(t, os.Symlink("base_moved", e.base))
+			return openWith(e.base, p, os.O_RDONLY, 0, haveOpenat2() && !forceWalk)
+		}, ErrSymlink, ""},
+		{"path outside base", func(t *testing.T, e env) (*os.File, error) {
+			return OpenIn(e.base, e.root+"/outside/secret.txt", os.O_RDONLY, 0)
+		}, ErrOutside, ""},
+		{"prefix sibling of base", func(t *testing.T, e env) (*os.File, error) {
+			return OpenIn(e.base, e.root+"/basebackup/file.txt", os.O_RDONLY, 0)
+		}, ErrOutside, ""},
+		{"relative path refused", func(t *testing.T, e env) (*os.File, error) {
+			return Open("base/file.txt", os.O_RDONLY, 0)
+		}, ErrNotCanonical, ""},
+		{"dot-dot refused", func(t *testing.T, e env) (*os.File, error) {
+			return OpenIn(e.base, e.base+"/../outside/secret.txt", os.O_RDONLY, 0)
+		}, ErrNotCanonical, ""},
+		{"magic link refused", func(t *testing.T, e env) (*os.File, error) {
+			return Open("/proc/self/root"+e.base+"/file.txt", os.O_RDONLY, 0)
+		}, ErrSymlink, ""},
+		{"create new file", func(t *testing.T, e env) (*os.File, error) {
+			p, err := ValidateNew(e.base+"/dirlink_in/created.txt", e.base)
+			must(t, err)
+			return OpenIn(e.base, p, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+		}, nil, ""},
+		{"base directory itself", func(t *testing.T, e env) (*os.File, error) {
+			return OpenIn(e.base, e.base, os.O_RDONLY, 0)
+		}, nil, ""},
+		{"NUL refused", func(t *testing.T, e env) (*os.File, error) {
+			return Open(e.base+"/file.txt\x00", os.O_RDONLY, 0)
+		}, ErrNUL, ""},
+	}
+	for _, walk := range []bool{false, true} {
+		if !walk && !haveOpenat2() {
+			t.Log("openat2 is not available here; only the fallback walk is tested")
+			continue
+		}
+		for _, tc := range tests {
+			root := newTree(t)
+			e := env{root: root, base: root + "/base"}
+			forceWalk = walk
+			f, err := tc.run(t, e)
+			forceWalk = false
+			label := tc.name + map[bool]string{false: " (openat2)", true: " (walk)"}[walk]
+			if tc.err != nil {
+				if f != nil {
+					f.Close()
+				}
+				if !errors.Is(err, tc.err) {
+					t.Errorf("%s: err = %v, want %v", label, err, tc.err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s: %v", label, err)
+				continue
+			}
+			if tc.read != "" {
+				b, err := io.ReadAll(f)
+				if err != nil || string(b) != tc.read {
+					t.Errorf("%s: read %q, %v; want %q", label, b, err, tc.read)
+				}
+			}
+			f.Close()
+		}
+	}
+}
+
+func TestCreateRefusesPlantedLink(t *testing.T) {
+	root := newTree(t)
+	base := root + "/base"
+	p, err := ValidateNew(base+"/planted", base)
+	must(t, err)
+	must(t, os.Symlink("../outside/planted_target", p))
+	for _, walk := range []bool{false, true} {
+		forceWalk = walk
+		f, err := OpenIn(base, p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		forceWalk = false
+		if err == nil {
+			f.Close()
+			t.Fatalf("walk=%v: creating over a planted link succeeded", walk)
+		}
+		if _, err := os.Lstat(root + "/outside/planted_target"); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("walk=%v: the link target was created", walk)
+		}
+	}
+}
+
+func TestCheckInsideAfterMove(t *testing.T) {
+	root := newTree(t)
+	base := root + "/base"
+	f, err := OpenIn(base, mustValidate(t, base+"/sub/inner.txt", base), os.O_RDONLY, 0)
+	must(t, err)
+	defer f.Close()
+	if err := CheckInside(f, base); err != nil {
+		t.Fatalf("CheckInside before the move: %v", err)
+	}
+	must(t, os.Rename(base+"/sub", root+"/outside/moved"))
+	if err := CheckInside(f, base); !errors.Is(err, ErrOutside) {
+		t.Errorf("CheckInside after moving the directory out: %v", err)
+	}
+	if p, err := RealPath(f); err != nil || p != root+"/outside/moved/inner.txt" {
+		t.Errorf("RealPath = %q, %v", p, err)
+	}
+	if err := CheckInside(f, ""); err != nil {
+		t.Errorf("CheckInside without base: %v", err)
+	}
+}
+
+func mustValidate(t *testing.T, raw, base string) string {
+	t.Helper()
+	p, err := Validate(raw, base)
+	if err != nil {
+		t.Fatalf("Validate(%q, %q): %v", raw, base, err)
+	}
+	return p
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
