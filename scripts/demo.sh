@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make demo`: drives the tags plugin through the real agent binary, exactly as an
+# `make demo`: drives the tags, filesystem and firewall plugins through the real agent binary, exactly as an
 # operator would, in a fresh temporary data directory. Each step prints the command and
 # its output and checks the exit code and the rows it must print; the demo stops with a
 # non-zero status at the first step that behaves unexpectedly. Then the fleet link:
@@ -79,6 +79,34 @@ run 0 "~name: tags" -- describe tags
 run 1 "error|invalid key: bad key" "[rc] 1" -- exec tags set "key=bad key"
 run 1 -- exec no-such-plugin count
 
+# A short tour of the filesystem plugin on a scratch directory (docs/filesystem.md).
+scratch=$(mktemp -d)
+trap 'rm -rf "$data" "$scratch"' EXIT
+printf 'alpha\nbeta\ngamma\ndelta\n' >"$scratch/notes.txt"
+printf 'listen 8080\n' >"$scratch/app.conf"
+mkdir "$scratch/logs"
+notes_sha=$(sha256sum "$scratch/notes.txt" | cut -d' ' -f1)
+printf '\n== the filesystem plugin on a scratch directory %s ==\n' "$scratch"
+run 0 "exists|true" "type|file" "size|23" -- exec filesystem exists path="$scratch/notes.txt"
+run 0 "entry|logs|directory|0" -- exec filesystem list_dir path="$scratch"
+run 0 "line|2|beta" "total_lines|4" -- exec filesystem read path="$scratch/notes.txt" offset=2 limit=2
+run 0 "hash|$notes_sha" "algorithm|sha256" -- exec filesystem file_hash path="$scratch/notes.txt"
+run 0 "match|3|gamma" "total_matches|1" -- exec filesystem search path="$scratch/notes.txt" pattern=gam
+run 0 "replacements_made|1" -- exec device.filesystem.replace path="$scratch/app.conf" search=8080 replacement=9090 base_dir="$scratch"
+run 0 "line|1|listen 9090" -- exec filesystem read path="$scratch/app.conf"
+run 0 "status|ok" "bytes_written|5" -- exec filesystem write_content path="$scratch/new.txt" content=hello create=true
+run 0 "lines_deleted|2" "total_lines_after|2" -- exec filesystem delete_lines path="$scratch/notes.txt" start_line=2 end_line=3
+run 0 "match|$scratch/notes.txt|12" "matches_found|1" -- exec filesystem find_by_hash directory="$scratch" sha256="$(sha256sum "$scratch/notes.txt" | cut -d' ' -f1)"
+run 0 "result|$scratch/logs|directory" "total_matches|1" -- exec filesystem search_dir root="$scratch" pattern='lo*'
+# Refusals: outside base_dir, and a symbolic link swapped in for the target.
+run 1 "error|path is not accessible or outside allowed base directory" -- exec filesystem read path=/etc/hostname base_dir="$scratch"
+ln -s /etc/hostname "$scratch/sneaky"
+run 1 "error|path is not accessible or outside allowed base directory" -- exec filesystem read path="$scratch/sneaky" base_dir="$scratch"
+
+# The firewall plugin: always rc 0; what it sees depends on the machine.
+printf '\n== the firewall plugin ==\n'
+run 0 "~backend|" -- exec firewall state
+
 printf '\ndemo: all %d steps behaved as expected\n' "$steps"
 
 # The fleet link: the test fleet server (integration/fleetserver) and `yuzu-agent run`
@@ -86,7 +114,7 @@ printf '\ndemo: all %d steps behaved as expected\n' "$steps"
 # plugins serve; every answer printed as the server receives it (docs/fleet.md).
 printf '\n== the fleet link: yuzu-agent run against a test fleet server ==\n'
 fleet_bin=$(mktemp -d)
-trap 'rm -rf "$data" "$fleet_bin"' EXIT
+trap 'rm -rf "$data" "$scratch" "$fleet_bin"' EXIT
 go build -o "$fleet_bin/fleetdemo" ./integration/cmd/fleetdemo
 if ! "$fleet_bin/fleetdemo" -agent "$agent" -plugin-dir "$plugins"; then
 	warn "demo: FAILED: the fleet link"
