@@ -8,8 +8,8 @@ import (
 )
 
 // maxStrayLine bounds one relayed line of stray output; a longer line is cut into
-// pieces of this size rather than held in memory.
-const maxStrayLine = 16 << 10
+// pieces of this size rather than held in memory (every plugin holds the buffer).
+const maxStrayLine = 4 << 10
 
 // relayStray turns every line written to the plugin's stdout (which belongs to the
 // protocol, see guardStdout) into a JSON log line at info level on w, the plugin's

@@ -16,7 +16,8 @@ import (
 )
 
 // maxLogLine bounds one line of a plugin's stderr; a longer line is relayed in pieces.
-const maxLogLine = 64 << 10
+// Log lines are short; the buffer is held for every running child.
+const maxLogLine = 16 << 10
 
 // relayLog reads a plugin's stderr and writes each line to the agent's log, attributed
 // to the plugin (log is named after it). Lines the SDK wrote are JSON (hclog): their

@@ -69,6 +69,9 @@ func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (
 	cc.Cmd = nil
 	cc.SkipHostEnv = true
 	cc.Logger = l.goPluginLog()
+	// go-plugin's own stderr reader only ever sees the empty stream procRunner gives
+	// it (the agent relays stderr itself): a minimal buffer instead of its 64 KiB.
+	cc.PluginLogBufferSize = 16
 	cc.SyncStdout = newLineLog(pr.log, "stdout")
 	cc.SyncStderr = newLineLog(pr.log, "stderr")
 	if d, ok := ctx.Deadline(); ok {
