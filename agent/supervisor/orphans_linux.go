@@ -16,6 +16,9 @@ import (
 // reaping holds the orphans already killed and not yet reaped: they are not killed
 // again (once reaped, their pid could belong to someone else).
 func sweepOrphans(live, reaping map[int]bool, mu *sync.Mutex, log hclog.Logger) {
+	if len(live)+len(reaping) == 0 && !proctree.HasChildren() {
+		return // nothing of ours is left anywhere: no need to read the process table
+	}
 	t := proctree.Snapshot()
 	for _, pid := range t.Children(os.Getpid()) {
 		if live[pid] || reaping[pid] {

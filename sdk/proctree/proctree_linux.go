@@ -2,6 +2,7 @@ package proctree
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -76,4 +77,13 @@ func readPPID(pid int, buf []byte) (int, bool) {
 	}
 	ppid, err := strconv.Atoi(string(fields[1]))
 	return ppid, err == nil
+}
+
+// hasChildren reports whether the calling process has any child at all, live or
+// waiting to be reaped: one system call, where walking the process table reads every
+// process's stat file. It errs towards true.
+func hasChildren() bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WSTOPPED|unix.WCONTINUED|unix.WNOHANG|unix.WNOWAIT, nil)
+	return !errors.Is(err, unix.ECHILD)
 }
