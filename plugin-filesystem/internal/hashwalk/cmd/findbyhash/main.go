@@ -23,7 +23,7 @@ func main() {
 	root := flag.String("root", "", "directory to search (required)")
 	sum := flag.String("sha256", "", "target SHA-256 in hex (required)")
 	depth := flag.Int("max-depth", 10, "deepest level walked, 1..10")
-	workers := flag.Int("workers", 0, "parallel hashers; 0 means one per CPU")
+	workers := flag.Int("workers", 0, "parallel hashers; 0 means two per CPU")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the walk to this file")
 	flag.Parse()
 	if *root == "" || *sum == "" {
