@@ -48,9 +48,9 @@ const hashChunk = 1 << 20
 
 func fileHash(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	base := req.Params.Get("base_dir", "")
-	canon, err := pathcheck.Validate(req.Params.Get("path", ""), base)
-	if err != nil {
-		return out.Fail(msgNotAccessible), nil
+	canon, res := validated(out, req.Params.Get("path", ""), base)
+	if res != nil {
+		return *res, nil
 	}
 	algo := req.Params.Get("algorithm", "sha256")
 	var h hash.Hash
@@ -153,9 +153,9 @@ func getACLDecl() []sdk.ActionOption {
 
 func getACL(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	base := req.Params.Get("base_dir", "")
-	canon, err := pathcheck.Validate(req.Params.Get("path", ""), base)
-	if err != nil {
-		return out.Fail(msgNotAccessible), nil
+	canon, res := validated(out, req.Params.Get("path", ""), base)
+	if res != nil {
+		return *res, nil
 	}
 	rows, err := acl.Gather(ctx, canon, base)
 	if err != nil {
@@ -185,9 +185,9 @@ func getSignatureDecl() []sdk.ActionOption {
 
 func getSignature(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	base := req.Params.Get("base_dir", "")
-	canon, err := pathcheck.Validate(req.Params.Get("path", ""), base)
-	if err != nil {
-		return out.Fail(msgNotAccessible), nil
+	canon, res := validated(out, req.Params.Get("path", ""), base)
+	if res != nil {
+		return *res, nil
 	}
 	return signature(ctx, req, out, canon, base), nil
 }
@@ -214,9 +214,9 @@ func getVersionInfoDecl() []sdk.ActionOption {
 
 func getVersionInfo(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	base := req.Params.Get("base_dir", "")
-	canon, err := pathcheck.Validate(req.Params.Get("path", ""), base)
-	if err != nil {
-		return out.Fail(msgNotAccessible), nil
+	canon, res := validated(out, req.Params.Get("path", ""), base)
+	if res != nil {
+		return *res, nil
 	}
 	return versionInfo(ctx, req, out, canon, base), nil
 }

@@ -121,9 +121,9 @@ func listDirDecl() []sdk.ActionOption {
 
 func listDir(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	base := req.Params.Get("base_dir", "")
-	canon, err := pathcheck.Validate(req.Params.Get("path", ""), base)
-	if err != nil {
-		return out.Fail(msgNotAccessible), nil
+	canon, res := validated(out, req.Params.Get("path", ""), base)
+	if res != nil {
+		return *res, nil
 	}
 	const notDir = "path is not a directory or does not exist"
 	if fi, err := os.Stat(canon); err != nil || !fi.IsDir() {
@@ -270,9 +270,9 @@ const binaryProbe = 512
 
 func read(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	base := req.Params.Get("base_dir", "")
-	canon, err := pathcheck.Validate(req.Params.Get("path", ""), base)
-	if err != nil {
-		return out.Fail(msgNotAccessible), nil
+	canon, res := validated(out, req.Params.Get("path", ""), base)
+	if res != nil {
+		return *res, nil
 	}
 	fi, err := os.Stat(canon)
 	if err != nil || !fi.Mode().IsRegular() {
@@ -289,9 +289,9 @@ func read(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, e
 	}
 	limit = min(max(limit, 1), readMaxLimit)
 
-	f, res := openRegular(out, base, canon, fi, maxTextFile)
+	f, failed := openRegular(out, base, canon, fi, maxTextFile)
 	if f == nil {
-		return res, nil
+		return failed, nil
 	}
 	defer f.Close()
 	size := fi.Size()
