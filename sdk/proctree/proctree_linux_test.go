@@ -3,6 +3,7 @@ package proctree
 import (
 	"os/exec"
 	"testing"
+	"time"
 )
 
 // HasChildren sees a child, and a child not yet reaped, and no longer sees it once
@@ -51,7 +52,14 @@ func TestDescendantsAndKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
+	// SIGKILL is delivered at once but a process takes a moment to finish exiting,
+	// and the shell's sleeps are not our children, so their exit cannot be waited
+	// for: poll, with a bound far above any exit time.
+	deadline := time.Now().Add(10 * time.Second)
 	for _, pid := range ds {
+		for processAlive(pid) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
 		if processAlive(pid) {
 			t.Errorf("pid %d survived the group kill", pid)
 		}
