@@ -546,8 +546,11 @@ func TestPluginLogsReachTheAgentLog(t *testing.T) {
 	if o.err != nil || strings.Join(o.rows, ",") != "logged|yes" {
 		t.Fatalf("log action: %s", o)
 	}
-	waitFor(t, 5*time.Second, "the stray line in the log", func() bool {
-		return strings.Contains(logs.String(), "stray line from a handler")
+	// The plugin's log lines and its stray stdout reach the agent over two different
+	// pipes, so either may arrive first: wait for both.
+	waitFor(t, 5*time.Second, "the plugin's log line and its stray line in the log", func() bool {
+		text := logs.String()
+		return strings.Contains(text, "crasher says hello") && strings.Contains(text, "stray line from a handler")
 	})
 	text := logs.String()
 	var hello, stray string
