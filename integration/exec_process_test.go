@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -118,7 +117,8 @@ func TestAgentKilledLeavesNoChild(t *testing.T) {
 	plugin := filepath.Join(w.pluginDir, sleeperBin)
 	ctx, cancel := context.WithTimeout(context.Background(), agentTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath(agentBin), "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "exec", "sleeper", "sleep", "seconds=60")
+	started := startMarker(t)
+	cmd := exec.CommandContext(ctx, binPath(agentBin), "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "exec", "sleeper", "sleep", "seconds=60", "started="+started)
 	cmd.Env = baseEnv()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -139,8 +139,8 @@ func TestAgentKilledLeavesNoChild(t *testing.T) {
 			}
 		}
 	}
-	// Let the command reach the handler, so the kill lands mid-command.
-	time.Sleep(300 * time.Millisecond)
+	// The kill lands mid-command.
+	waitStarted(t, started)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,8 @@ func TestExecInterrupted(t *testing.T) {
 			t.Parallel()
 			w := newWorld(t, sleeperBin)
 			plugin := filepath.Join(w.pluginDir, sleeperBin)
-			cmd := exec.Command(binPath(agentBin), "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "exec", "sleeper", "sleep", "seconds=60")
+			started := startMarker(t)
+			cmd := exec.Command(binPath(agentBin), "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "exec", "sleeper", "sleep", "seconds=60", "started="+started)
 			cmd.Env = baseEnv()
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -240,10 +241,7 @@ func TestExecInterrupted(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer func() { _ = cmd.Process.Kill() }()
-			waitFor(t, 30*time.Second, "the plugin child", func() bool {
-				return slices.ContainsFunc(childrenOf(cmd.Process.Pid), func(pid int) bool { return exePath(pid) == plugin })
-			})
-			time.Sleep(300 * time.Millisecond)
+			waitStarted(t, started)
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}

@@ -431,11 +431,12 @@ func TestFleetAgentKilled(t *testing.T) {
 	f := newFleet(t, fleetserver.Options{}, sleeperBin)
 	a := f.agent()
 	ctx := testCtx(t, 60*time.Second)
-	c := command("interrupted", "sleeper", "sleep_ctx", "seconds=30")
+	started := startMarker(t)
+	c := command("interrupted", "sleeper", "sleep_ctx", "seconds=30", "started="+started)
 	if err := f.srv.Send(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	waitStarted(t, started)
 	if err := a.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -468,12 +469,16 @@ func TestFleetQueueOverflow(t *testing.T) {
 	a := f.agent()
 	ctx := testCtx(t, 60*time.Second)
 	slots := max(4, runtime.NumCPU())
+	var markers []string
 	for i := range slots {
-		if err := f.srv.Send(ctx, command(fmt.Sprint("busy-", i), "sleeper", "sleep_ctx", "seconds=4")); err != nil {
+		// Long enough that no slot frees while the queue is filled on a loaded machine.
+		m := startMarker(t)
+		markers = append(markers, m)
+		if err := f.srv.Send(ctx, command(fmt.Sprint("busy-", i), "sleeper", "sleep_ctx", "seconds=8", "started="+m)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(time.Second) // the slots are taken
+	waitStarted(t, markers...) // the slots are taken
 	const extra = 7
 	var ids []string
 	for i := range 1000 + extra {
@@ -512,10 +517,11 @@ func TestFleetServerRestart(t *testing.T) {
 	a := f.agent()
 	ctx := testCtx(t, 60*time.Second)
 	expectResult(t, f.do(ctx, command("tag", "tags", "set", "key=site", "value=lab")), success, 0, "tag_set|site|lab")
-	if err := f.srv.Send(ctx, command("long", "sleeper", "sleep_ctx", "seconds=1.5")); err != nil {
+	started := startMarker(t)
+	if err := f.srv.Send(ctx, command("long", "sleeper", "sleep_ctx", "seconds=1.5", "started="+started)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	waitStarted(t, started)
 	f.srv.Stop()
 	time.Sleep(1500 * time.Millisecond) // the command ends while the server is away
 	if err := f.srv.Restart(); err != nil {
@@ -549,10 +555,11 @@ func TestFleetPluginKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(r.Rows)
 	}
-	if err := f.srv.Send(ctx, command("victim", "sleeper", "sleep_ctx", "seconds=30")); err != nil {
+	started := startMarker(t)
+	if err := f.srv.Send(ctx, command("victim", "sleeper", "sleep_ctx", "seconds=30", "started="+started)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	waitStarted(t, started)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -574,18 +581,22 @@ func TestFleetGracefulStop(t *testing.T) {
 	ctx := testCtx(t, 60*time.Second)
 	r := f.do(ctx, command("pid", "sleeper", "pid"))
 	pid, _ := strconv.Atoi(strings.Split(r.Rows[0], "|")[1])
-	ids := []string{"c1", "c2"}
-	for _, id := range ids {
-		if err := f.srv.Send(ctx, command(id, "sleeper", "sleep_ctx", "seconds=60")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// The delayed command goes first: once the two after it run, the agent has it too.
 	waiting := command("waiting", "sleeper", "ok")
 	waiting.DelaySeconds = 120
 	if err := f.srv.Send(ctx, waiting); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	ids := []string{"c1", "c2"}
+	var markers []string
+	for _, id := range ids {
+		m := startMarker(t)
+		markers = append(markers, m)
+		if err := f.srv.Send(ctx, command(id, "sleeper", "sleep_ctx", "seconds=60", "started="+m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitStarted(t, markers...)
 	start := time.Now()
 	if code := a.stop(t); code != 0 {
 		t.Fatalf("exit %d", code)

@@ -1155,7 +1155,8 @@ func startSleeping(t *testing.T) (cmd *exec.Cmd, plugin string, exited chan stru
 	t.Helper()
 	w := newWorld(t, sleeperBin)
 	plugin = filepath.Join(w.pluginDir, sleeperBin)
-	cmd = exec.Command(binPath(agentBin), "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "--timeout", "600", "exec", "sleeper", "sleep", "seconds=60")
+	started := startMarker(t)
+	cmd = exec.Command(binPath(agentBin), "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "--timeout", "600", "exec", "sleeper", "sleep", "seconds=60", "started="+started)
 	cmd.Env = baseEnv()
 	stdout = &lockedBuffer{}
 	cmd.Stdout = stdout
@@ -1172,10 +1173,7 @@ func startSleeping(t *testing.T) (cmd *exec.Cmd, plugin string, exited chan stru
 		_ = cmd.Process.Kill()
 		<-exited
 	})
-	waitFor(t, 30*time.Second, "the plugin child", func() bool {
-		return slices.ContainsFunc(childrenOf(cmd.Process.Pid), func(pid int) bool { return exePath(pid) == plugin })
-	})
-	time.Sleep(300 * time.Millisecond) // let the command reach the handler
+	waitStarted(t, started)
 	return cmd, plugin, exited, stdout
 }
 

@@ -120,6 +120,36 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
+// startMarker names a file the sleeper's sleep handlers create when they start (their
+// started parameter): waitStarted then knows a command reached its handler, where a
+// fixed sleep only guesses and loses on a loaded machine.
+func startMarker(t testing.TB) string {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "started-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := f.Name()
+	_ = f.Close()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// waitStarted waits for the handlers given these markers to be running.
+func waitStarted(t testing.TB, markers ...string) {
+	t.Helper()
+	waitFor(t, 30*time.Second, "the sleep handler to start", func() bool {
+		for _, m := range markers {
+			if _, err := os.Lstat(m); err != nil {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // runningPid starts the plugin if needed and returns its child's pid.
 func runningPid(t testing.TB, s *supervisor.Supervisor, plugin string) int {
 	t.Helper()
@@ -138,11 +168,12 @@ func TestSupervisorChildKilledMidCommand(t *testing.T) {
 	t.Parallel()
 	s := newSupervisor(t, supervisor.Options{}, sleeperBin)
 	pid := runningPid(t, s, "sleeper")
+	started := startMarker(t)
 	done := make(chan outcome, 1)
 	go func() {
-		done <- execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Action: "sleep_ctx", Params: map[string]string{"seconds": "30"}})
+		done <- execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Action: "sleep_ctx", Params: map[string]string{"seconds": "30", "started": started}})
 	}()
-	time.Sleep(300 * time.Millisecond) // let the command reach the handler
+	waitStarted(t, started)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -191,11 +222,12 @@ func TestSupervisorTimeout(t *testing.T) {
 	runningPid(t, s, "sleeper")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	started := startMarker(t)
 	bystander := make(chan outcome, 1)
 	go func() {
-		bystander <- execute(ctx, s.Execute, supervisor.Request{ID: "bystander", Plugin: "sleeper", Action: "sleep", Params: map[string]string{"seconds": "30"}})
+		bystander <- execute(ctx, s.Execute, supervisor.Request{ID: "bystander", Plugin: "sleeper", Action: "sleep", Params: map[string]string{"seconds": "30", "started": started}})
 	}()
-	time.Sleep(100 * time.Millisecond)
+	waitStarted(t, started)
 	o := execute(ctx, s.Execute, supervisor.Request{ID: "late", Plugin: "sleeper", Action: "sleep", Params: map[string]string{"seconds": "30"}, Timeout: time.Second})
 	var timeout *supervisor.TimeoutError
 	if !errors.As(o.err, &timeout) || o.err.Error() != "plugin timed out after 1s" {
@@ -250,11 +282,12 @@ func TestSupervisorHealthPing(t *testing.T) {
 	s := newSupervisor(t, supervisor.Options{PingInterval: 200 * time.Millisecond, PingMisses: 2}, sleeperBin)
 	pid := runningPid(t, s, "sleeper")
 	path := exePath(pid)
+	started := startMarker(t)
 	inflight := make(chan outcome, 1)
 	go func() {
-		inflight <- execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Action: "sleep_ctx", Params: map[string]string{"seconds": "30"}})
+		inflight <- execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Action: "sleep_ctx", Params: map[string]string{"seconds": "30", "started": started}})
 	}()
-	time.Sleep(300 * time.Millisecond) // let the command reach the handler
+	waitStarted(t, started)
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -507,14 +540,28 @@ func TestSupervisorCancelledHungHandler(t *testing.T) {
 	s := newSupervisor(t, supervisor.Options{Grace: 300 * time.Millisecond}, sleeperBin)
 	runningPid(t, s, "sleeper")
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(300*time.Millisecond, cancel)
-	o := execute(ctx, s.Execute, supervisor.Request{Plugin: "sleeper", Action: "sleep", Params: map[string]string{"seconds": "30"}, Timeout: time.Minute})
+	started := startMarker(t)
+	go func() {
+		// Cancel once the handler runs, so it is the handler that ignores it.
+		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Lstat(started); err == nil {
+				break
+			}
+		}
+		cancel()
+	}()
+	o := execute(ctx, s.Execute, supervisor.Request{Plugin: "sleeper", Action: "sleep", Params: map[string]string{"seconds": "30", "started": started}, Timeout: time.Minute})
 	if !errors.Is(o.err, context.Canceled) {
 		t.Fatalf("want context.Canceled: %s", o)
 	}
-	// Grace, and time for a kill and restart.
-	time.Sleep(300*time.Millisecond + 2*time.Second)
-	mustOK(t, s, "sleeper", "active", nil, "active|0")
+	if _, err := os.Lstat(started); err != nil {
+		t.Fatalf("the handler never started: %v", err)
+	}
+	// Grace, then a kill and a restart; the bound allows for a loaded machine.
+	waitFor(t, 15*time.Second, "no sleep handler running", func() bool {
+		o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Action: "active", Timeout: 5 * time.Second})
+		return o.err == nil && strings.Join(o.rows, ",") == "active|0"
+	})
 }
 
 // TestSupervisorTimeoutMessageWithDeadlineOnly: a Request may carry only a Deadline

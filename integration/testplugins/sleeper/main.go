@@ -51,6 +51,15 @@ func seconds(req *sdk.Request) (time.Duration, error) {
 	return time.Duration(f * float64(time.Second)), nil
 }
 
+// markStarted creates the file named by the started parameter, if any, so a test can
+// tell the handler is running rather than guess with a sleep; a loaded machine makes
+// any guess wrong sooner or later.
+func markStarted(req *sdk.Request) {
+	if path, ok := req.Params.Lookup("started"); ok {
+		_ = os.WriteFile(path, nil, 0o600)
+	}
+}
+
 type paramError struct{ msg string }
 
 func (e *paramError) Error() string { return e.msg }
@@ -71,6 +80,7 @@ func sleep(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, er
 	if err != nil {
 		return out.Fail(err.Error()), nil
 	}
+	markStarted(req)
 	// Deliberately blind to ctx: this is the hung handler the supervisor must kill.
 	time.Sleep(d)
 	out.Row("slept", d.String())
@@ -84,6 +94,7 @@ func sleepCtx(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Resul
 	if err != nil {
 		return out.Fail(err.Error()), nil
 	}
+	markStarted(req)
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
