@@ -267,7 +267,7 @@ func TestKeeperBackoffDoubles(t *testing.T) {
 // answer at once with the reason until the failed period ends, then it starts again.
 func TestKeeperBudgetAndFailedPeriod(t *testing.T) {
 	l := &fakeLauncher{}
-	s := newTestSupervisor(t, l, Options{RestartBudget: 2, FailedFor: 300 * time.Millisecond})
+	s := newTestSupervisor(t, l, Options{RestartBudget: 2, FailedFor: 2 * time.Second})
 	for i := range 3 {
 		if _, _, err := run(s, "crash", "", time.Second); err == nil {
 			t.Fatalf("crash %d: no error", i)
@@ -283,7 +283,8 @@ func TestKeeperBudgetAndFailedPeriod(t *testing.T) {
 	start := time.Now()
 	_, _, err := run(s, "ok", "", time.Second)
 	var failed *FailedError
-	if !errors.As(err, &failed) || time.Since(start) > 100*time.Millisecond {
+	// "At once" is well inside the failed period, with room for a loaded machine.
+	if !errors.As(err, &failed) || time.Since(start) > time.Second {
 		t.Fatalf("want *FailedError at once, got %v after %s", err, time.Since(start))
 	}
 	time.Sleep(time.Until(failed.Until) + 20*time.Millisecond)

@@ -560,10 +560,9 @@ func TestWalkCancelled(t *testing.T) {
 	t.Run("during the walk", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		n := 0
+		var n atomic.Int32 // the hook runs on every hasher
 		setHook(&beforeOpenFile, func(string) {
-			n++
-			if n == 3 {
+			if n.Add(1) == 3 {
 				cancel()
 				time.Sleep(50 * time.Millisecond) // let the cancellation land
 			}
