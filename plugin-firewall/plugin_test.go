@@ -14,6 +14,8 @@ import (
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/parse"
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/windows"
+
+	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 // fixedReader answers with the rows it was given.
@@ -65,7 +67,7 @@ func TestRowsThroughTheSDK(t *testing.T) {
 			row.New("ruleset", "unknown"),
 		},
 		rules: []row.Row{
-			row.New("rule", "firewalld", parse.Sanitize("pub|lic"), "service", "we|ird"),
+			row.New("rule", "firewalld", rows.Sanitize("pub|lic"), "service", "we|ird"),
 			row.New("rule", "firewalld", "public", "service", "two\r\nlines"),
 			row.New("rule", `C:\Tools\`, "enabled", "in", "allow", "7"),
 			row.New("app", "/Applications/\xff.app", "allow"),

@@ -61,19 +61,23 @@ func Line(s string) string {
 	return b.String()
 }
 
-// Sanitize replaces `|`, CR and LF with `_`. It is the lossy rule upstream applies to
-// firewall names, kept for compatibility with content written against it.
+// Sanitize folds the bytes that would break a row apart (`|`, CR and LF) into `_`.
+// It is lossy on purpose, the rule upstream applies to firewall names: names are shown
+// to people, and two that differ only in those bytes are not worth a reversible
+// encoding. It works byte by byte, so every other byte passes through as it was, invalid
+// UTF-8 included; the output stream repairs that in one place (ValidUTF8).
 func Sanitize(s string) string {
 	if !strings.ContainsAny(s, "|\r\n") {
 		return s
 	}
-	return strings.Map(func(r rune) rune {
-		switch r {
+	b := []byte(s)
+	for i, c := range b {
+		switch c {
 		case '|', '\r', '\n':
-			return '_'
+			b[i] = '_'
 		}
-		return r
-	}, s)
+	}
+	return string(b)
 }
 
 func writeInner(b *strings.Builder, s string) {

@@ -82,6 +82,8 @@ func TestSanitize(t *testing.T) {
 		{`back\slash\`, `back\slash\`},
 		{"|\r\n|", "____"},
 		{"zöne|x", "zöne_x"},
+		{"bad\xffutf8|x", "bad\xffutf8_x"},
+		{"C:\\Program Files", "C:\\Program Files"},
 	}
 	for _, c := range cases {
 		if got := Sanitize(c.in); got != c.want {
@@ -182,6 +184,24 @@ func FuzzPrintable(f *testing.F) {
 		}
 		if Printable(p) != p {
 			t.Fatalf("Printable is not stable on its own output: %q", p)
+		}
+	})
+}
+
+// FuzzSanitize: the length never changes, no separator survives, and every byte but a
+// separator is kept.
+func FuzzSanitize(f *testing.F) {
+	f.Add("fil|ter\r\n")
+	f.Add("bad\xff|")
+	f.Fuzz(func(t *testing.T, s string) {
+		got := Sanitize(s)
+		if len(got) != len(s) || strings.ContainsAny(got, "|\r\n") {
+			t.Fatalf("Sanitize(%q) = %q", s, got)
+		}
+		for i := 0; i < len(s); i++ {
+			if got[i] != s[i] && got[i] != '_' {
+				t.Fatalf("byte %d changed: %q -> %q", i, s, got)
+			}
 		}
 	})
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/parse"
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
 	"github.com/yuzugo/yuzu/sdk/subprocess"
+
+	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 // Tool paths and the bound on each run.
@@ -121,12 +123,12 @@ func RulesRows(r RulesReading) []row.Row {
 	var out []row.Row
 	if parse.SubprocessComplete(r.ListApps) {
 		for _, a := range parse.ParseListApps(r.ListApps.Output) {
-			out = append(out, row.New("app", parse.Sanitize(a.Path), a.Decision))
+			out = append(out, row.New("app", rows.Sanitize(a.Path), a.Decision))
 		}
 	}
 	if parse.SubprocessComplete(r.Rules) {
 		for _, l := range parse.PfRuleLines(r.Rules.Output) {
-			out = append(out, row.New("rule", parse.Sanitize(l)))
+			out = append(out, row.New("rule", rows.Sanitize(l)))
 		}
 	}
 	out = append(out, anchorRows(r.Anchors)...)
@@ -139,7 +141,7 @@ func anchorRows(res subprocess.Result) []row.Row {
 	}
 	var out []row.Row
 	for _, a := range parse.ParsePfAnchors(res.Output) {
-		out = append(out, row.New("anchor", parse.Sanitize(a)))
+		out = append(out, row.New("anchor", rows.Sanitize(a)))
 	}
 	return out
 }

@@ -5,8 +5,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/yuzugo/yuzu/plugin-firewall/internal/parse"
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
+
+	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 // FirewalldBudget bounds the whole firewalld conversation: connecting, listing the
@@ -128,7 +129,7 @@ func firewalldRows(fw FirewalldResult, rules bool) []row.Row {
 		return append(out, rulesUnknown(), rulesetUnknown())
 	}
 	for _, z := range fw.Zones {
-		zone := parse.Sanitize(z.Name)
+		zone := rows.Sanitize(z.Name)
 		for _, s := range z.Services {
 			out = append(out, row.New("rule", "firewalld", zone, "service", s))
 		}

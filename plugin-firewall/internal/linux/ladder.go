@@ -8,6 +8,8 @@ import (
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/parse"
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
 	"github.com/yuzugo/yuzu/sdk/subprocess"
+
+	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 // Default bounds of the ladder. Every rung is bounded by about five seconds, so a host
@@ -158,8 +160,8 @@ func (l *Ladder) ufw(ctx context.Context, tablesSeen, rules bool) ([]row.Row, bo
 	}
 	list := parse.ParseUfwRules(res.Output)
 	for _, r := range list {
-		out = append(out, row.New("rule", parse.Sanitize(r.Index), parse.Sanitize(r.To),
-			parse.Sanitize(r.Action), parse.Sanitize(r.From)))
+		out = append(out, row.New("rule", rows.Sanitize(r.Index), rows.Sanitize(r.To),
+			rows.Sanitize(r.Action), rows.Sanitize(r.From)))
 	}
 	return append(out, rulesetCount(len(list))), true
 }
@@ -186,7 +188,7 @@ func (l *Ladder) iptables(ctx context.Context, tablesSeen, rules bool) ([]row.Ro
 		return append(out, rulesUnknown(), rulesetUnknown()), true
 	}
 	for _, e := range entries {
-		out = append(out, row.New("rule", e.Kind, parse.Sanitize(e.Chain), parse.Sanitize(e.Spec)))
+		out = append(out, row.New("rule", e.Kind, rows.Sanitize(e.Chain), rows.Sanitize(e.Spec)))
 	}
 	return append(out, rulesetCount(parse.IptablesRuleCount(entries))), true
 }

@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
+
+	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 // FamilyName names an nftables address family (the NFPROTO_* number a table carries).
@@ -69,7 +71,7 @@ func PolicyName(policy uint32, present bool) string {
 // NftChainRow is the rule row for a base chain:
 // rule|nftables|<family>|<table>|<chain>|<hook>|<policy>, names sanitized.
 func NftChainRow(family uint32, table, chain, hook, policy string) row.Row {
-	return row.New("rule", "nftables", FamilyName(family), Sanitize(table), Sanitize(chain), hook, policy)
+	return row.New("rule", "nftables", FamilyName(family), rows.Sanitize(table), rows.Sanitize(chain), hook, policy)
 }
 
 // NftRuleRow is the rule row for one rule:
@@ -80,5 +82,5 @@ func NftRuleRow(family uint32, table, chain string, handle uint64, hasHandle boo
 	if hasHandle {
 		h = strconv.FormatUint(handle, 10)
 	}
-	return row.New("rule", "nftables", FamilyName(family), Sanitize(table), Sanitize(chain), "handle", h)
+	return row.New("rule", "nftables", FamilyName(family), rows.Sanitize(table), rows.Sanitize(chain), "handle", h)
 }

@@ -1,8 +1,6 @@
 package parse
 
 import (
-	"strings"
-
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
 	"github.com/yuzugo/yuzu/sdk/subprocess"
 )
@@ -42,25 +40,6 @@ func (s Status) Activity() string {
 	default:
 		return "unknown"
 	}
-}
-
-// Sanitize folds the characters that would break a row apart (`|`, CR and LF) into
-// `_`. It is lossy on purpose: firewall names are shown to people, and a name that
-// differs only in those characters is not worth a reversible encoding.
-func Sanitize(s string) string {
-	if !strings.ContainsAny(s, "|\r\n") {
-		return s
-	}
-	// Byte by byte, so every other byte (invalid UTF-8 included) passes through as it
-	// was; strings.Map would rewrite invalid sequences.
-	b := []byte(s)
-	for i, c := range b {
-		switch c {
-		case '|', '\r', '\n':
-			b[i] = '_'
-		}
-	}
-	return string(b)
 }
 
 // SubprocessComplete reports whether a tool's answer can be trusted as whole: the tool

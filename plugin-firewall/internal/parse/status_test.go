@@ -7,25 +7,6 @@ import (
 	"github.com/yuzugo/yuzu/sdk/subprocess"
 )
 
-func TestSanitize(t *testing.T) {
-	tests := map[string]string{
-		"":                  "",
-		"plain name":        "plain name",
-		"fil|ter":           "fil_ter",
-		"IN\nPUT\r":         "IN_PUT_",
-		"chain\r\n":         "chain__",
-		"back\\slash":       "back\\slash",
-		"bad\xffutf8|x":     "bad\xffutf8_x",
-		"||\n\n":            "____",
-		"C:\\Program Files": "C:\\Program Files",
-	}
-	for in, want := range tests {
-		if got := Sanitize(in); got != want {
-			t.Errorf("Sanitize(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestSubprocessComplete(t *testing.T) {
 	ok := subprocess.Result{ToolRan: true, ExitCode: 0, Output: []byte("x")}
 	tests := []struct {
@@ -117,19 +98,4 @@ func TestNftRowsAndReasons(t *testing.T) {
 			t.Errorf("bad reason token %q", r)
 		}
 	}
-}
-
-func FuzzSanitize(f *testing.F) {
-	f.Add("fil|ter\r\n")
-	f.Fuzz(func(t *testing.T, s string) {
-		got := Sanitize(s)
-		if len(got) != len(s) || strings.ContainsAny(got, "|\r\n") {
-			t.Fatalf("Sanitize(%q) = %q", s, got)
-		}
-		for i := 0; i < len(s); i++ {
-			if got[i] != s[i] && got[i] != '_' {
-				t.Fatalf("byte %d changed: %q -> %q", i, s, got)
-			}
-		}
-	})
 }

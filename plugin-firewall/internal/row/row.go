@@ -1,7 +1,7 @@
 // Package row holds the one shape every firewall read produces: a row kind followed by
 // raw field strings.
 //
-// Fields are kept exactly as gathered (names already folded by parse.Sanitize where
+// Fields are kept exactly as gathered (names already folded by rows.Sanitize where
 // the plugin does that). Escaping for the wire is the SDK's job, applied once when a
 // row is written, so nothing here escapes.
 package row

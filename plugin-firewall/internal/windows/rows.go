@@ -13,6 +13,8 @@ import (
 
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/parse"
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
+
+	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 // MaxRules is how many rules the rules action lists before it stops with
@@ -220,5 +222,5 @@ func ruleRow(r Rule) row.Row {
 			action = "block"
 		}
 	}
-	return row.New("rule", parse.Sanitize(r.Name), enabled, dir, action, strconv.FormatInt(int64(r.Profiles), 10))
+	return row.New("rule", rows.Sanitize(r.Name), enabled, dir, action, strconv.FormatInt(int64(r.Profiles), 10))
 }
