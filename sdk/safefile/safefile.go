@@ -10,6 +10,7 @@
 package safefile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -71,10 +72,16 @@ func ReadAll(f *os.File, fi fs.FileInfo, limit int64) ([]byte, error) {
 	if fi.Size() > limit {
 		return nil, fmt.Errorf("%s is %d bytes, over the %d-byte limit: %w", f.Name(), fi.Size(), limit, ErrTooLarge)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
+	// Sized from the stat, so a large file is read into one allocation; procfs and
+	// the like report 0 and the buffer grows as the text arrives.
+	var buf bytes.Buffer
+	if n := fi.Size(); n > 0 {
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
 		return nil, fmt.Errorf("read %s: %w", f.Name(), err)
 	}
+	data := buf.Bytes()
 	if int64(len(data)) > limit {
 		return nil, fmt.Errorf("%s grew over the %d-byte limit while being read: %w", f.Name(), limit, ErrTooLarge)
 	}

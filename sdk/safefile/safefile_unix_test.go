@@ -69,6 +69,13 @@ func TestOpenRefusesWhatIsNotARegularFile(t *testing.T) {
 	if _, err := ReadFile(filepath.Join(dir, "missing"), 1); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("ReadFile(missing) = %v, want fs.ErrNotExist", err)
 	}
+	big := filepath.Join(dir, "big")
+	if err := os.WriteFile(big, make([]byte, 200<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := ReadFile(big, 200<<10); err != nil || len(data) != 200<<10 {
+		t.Errorf("ReadFile at the bound: %d bytes, %v", len(data), err)
+	}
 }
 
 func TestTrusted(t *testing.T) {
