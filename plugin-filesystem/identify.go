@@ -273,10 +273,7 @@ func findByHash(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Res
 	if err != nil {
 		return out.Fail("directory is not accessible"), nil
 	}
-	depth, ok := req.Params.Int("max_depth", 3)
-	if !ok {
-		depth = 3
-	}
+	depth, _ := req.Params.Int("max_depth", 3)
 	depth = min(max(depth, 1), 10)
 	if table.Classify(canon) == mounts.Network {
 		// Reached through a link: only the canonical spelling shows the mount.

@@ -283,10 +283,7 @@ func read(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, e
 	}
 	offset, _ := req.Params.Int("offset", 1)
 	offset = max(offset, 1)
-	limit, ok := req.Params.Int("limit", 100)
-	if !ok {
-		limit = 100
-	}
+	limit, _ := req.Params.Int("limit", 100)
 	limit = min(max(limit, 1), readMaxLimit)
 
 	f, failed := openRegular(out, base, canon, fi, maxTextFile)
@@ -401,15 +398,9 @@ func searchDir(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Resu
 		}
 		match = re.MatchString
 	}
-	maxDepth, ok := req.Params.Int("max_depth", 5)
-	if !ok {
-		maxDepth = 5
-	}
+	maxDepth, _ := req.Params.Int("max_depth", 5)
 	maxDepth = min(max(maxDepth, 1), 20)
-	maxResults, ok := req.Params.Int("max_results", 100)
-	if !ok {
-		maxResults = 100
-	}
+	maxResults, _ := req.Params.Int("max_results", 100)
 	maxResults = min(max(maxResults, 1), 1000)
 	wantDirs, wantFiles := true, false
 	switch req.Params.Get("match_type", "directories") {
