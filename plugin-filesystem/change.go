@@ -159,19 +159,7 @@ func (t *target) close() {
 
 // readAll reads the whole target: at most maxTextFile bytes, even if the file grew
 // since its size was checked.
-func (t *target) readAll() ([]byte, error) {
-	var buf bytes.Buffer
-	// The size known from fstat, plus room for the read that reports the end, so the
-	// buffer is allocated once for a file that does not grow.
-	buf.Grow(int(t.fi.Size()) + bytes.MinRead)
-	if _, err := buf.ReadFrom(io.LimitReader(t.f, maxTextFile+1)); err != nil {
-		return nil, err
-	}
-	if buf.Len() > maxTextFile {
-		return nil, fmt.Errorf("file grew past %d bytes while it was read", maxTextFile)
-	}
-	return buf.Bytes(), nil
-}
+func (t *target) readAll() ([]byte, error) { return safefile.ReadAll(t.f, t.fi, maxTextFile) }
 
 // commit puts data in place of the target through the atomic writer, after making
 // sure the name still holds the file that was read and that it is still inside
@@ -299,10 +287,7 @@ func search(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result,
 	} else {
 		s = pattern.NewLiteralSearcher(pat, fold)
 	}
-	limit, ok := p.Int("max_matches", 100)
-	if !ok {
-		limit = 100
-	}
+	limit, _ := p.Int("max_matches", 100)
 	limit = min(max(limit, 1), maxSearchMatches)
 
 	t, res := openTarget(ctx, req, out, base, canon, os.O_RDONLY, maxTextFile, false, msgOpenFailed)
@@ -373,10 +358,7 @@ func replace(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result
 	repl := p.Get("replacement", "")
 	fold := !p.Bool("case_sensitive", true)
 	dryRun := p.Bool("dry_run", false)
-	limit, ok := p.Int("max_replacements", 0)
-	if !ok {
-		limit = 0
-	}
+	limit, _ := p.Int("max_replacements", 0)
 	canon, res := validated(out, path, base)
 	if res != nil {
 		return *res, nil
