@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -216,18 +217,20 @@ func addPlugin(ctx context.Context, cfg config, log hclog.Logger, file string, s
 			undo[i]()
 		}
 	}
+	// Read once, the way the supervisor reads a plugin (no link, a regular file,
+	// bounded): the manifest vouches for exactly the bytes written into the plugin dir.
+	data, err := safefile.ReadFile(file, supervisor.MaxBinaryBytes)
+	if err != nil {
+		return fail("%v", err)
+	}
 	if !sameFile(file, dest) {
-		restoreDest, err := replaceWithCopy(file, dest)
+		restoreDest, err := replaceWith(dest, data)
 		if err != nil {
 			return fail("copy %s into %s: %v", file, cfg.pluginDir, err)
 		}
 		undo = append(undo, restoreDest)
 	}
-	sum, err := hashBinary(dest)
-	if err != nil {
-		rollback()
-		return fail("%v", err)
-	}
+	sum := sha256.Sum256(data)
 	old, err := manifest.Read(cfg.pluginDir)
 	hadManifest := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -238,7 +241,7 @@ func addPlugin(ctx context.Context, cfg config, log hclog.Logger, file string, s
 	for k, v := range old {
 		next[k] = v
 	}
-	next[base] = sum
+	next[base] = sum[:]
 	if err := next.Write(cfg.pluginDir); err != nil {
 		rollback()
 		return fail("%v", err)
@@ -264,7 +267,7 @@ func addPlugin(ctx context.Context, cfg config, log hclog.Logger, file string, s
 		return fail("%s %s: its definitions disagree with its declarations; the plugin dir is unchanged:%s", m.Name, m.Version, b.String())
 	}
 	fmt.Fprintf(stdout, "added %s: %s %s, %d actions, %d definitions, sha256 %s\n", rows.Printable(dest), cell(m.Name), cell(m.Version),
-		len(m.Actions), countDefinitions(m), hex.EncodeToString(sum))
+		len(m.Actions), countDefinitions(m), hex.EncodeToString(sum[:]))
 	return exitOK
 }
 
@@ -360,38 +363,12 @@ func sameFile(a, b string) bool {
 	return os.SameFile(fa, fb)
 }
 
-// hashBinary returns the SHA-256 of a plugin binary, read the way the supervisor
-// reads it (no link, a regular file, bounded).
-func hashBinary(path string) ([]byte, error) {
-	f, fi, err := safefile.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fi.Size() > supervisor.MaxBinaryBytes {
-		return nil, fmt.Errorf("%s is %d bytes, over the %d-byte limit for a plugin", path, fi.Size(), supervisor.MaxBinaryBytes)
-	}
-	return manifest.HashReader(f)
-}
-
-// replaceWithCopy copies src to dest through a temp file renamed into place (mode
-// 0755), keeping any earlier dest aside so that the returned undo puts it back.
-func replaceWithCopy(src, dest string) (undo func(), err error) {
-	in, fi, err := safefile.Open(src)
-	if err != nil {
-		return nil, err
-	}
-	defer in.Close()
-	if fi.Size() > supervisor.MaxBinaryBytes {
-		return nil, fmt.Errorf("%s is %d bytes, over the %d-byte limit for a plugin", src, fi.Size(), supervisor.MaxBinaryBytes)
-	}
+// replaceWith writes data to dest through a temp file renamed into place (mode 0755),
+// keeping any earlier dest aside so that the returned undo puts it back.
+func replaceWith(dest string, data []byte) (undo func(), err error) {
 	prev, hadPrev := []byte(nil), false
-	if data, err := safefile.ReadFile(dest, supervisor.MaxBinaryBytes); err == nil {
-		prev, hadPrev = data, true
-	}
-	data, err := io.ReadAll(io.LimitReader(in, supervisor.MaxBinaryBytes))
-	if err != nil {
-		return nil, err
+	if old, err := safefile.ReadFile(dest, supervisor.MaxBinaryBytes); err == nil {
+		prev, hadPrev = old, true
 	}
 	if err := atomicfile.WriteMode(dest, data, 0o755); err != nil {
 		return nil, err

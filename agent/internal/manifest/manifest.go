@@ -7,11 +7,9 @@ package manifest
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path/filepath"
 	"sort"
@@ -110,13 +108,4 @@ const Mode = 0o644
 // from its creation (no window in which the umask could leave it writable by others).
 func (m Manifest) Write(dir string) error {
 	return atomicfile.WriteMode(filepath.Join(dir, FileName), m.Format(), Mode)
-}
-
-// HashReader returns the SHA-256 of everything r yields.
-func HashReader(r io.Reader) ([]byte, error) {
-	h := sha256.New()
-	if _, err := io.Copy(h, r); err != nil {
-		return nil, err
-	}
-	return h.Sum(nil), nil
 }

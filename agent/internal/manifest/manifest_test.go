@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,15 +42,8 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("hello\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sum, err := HashReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hash := sha256.Sum256([]byte("hello\n"))
+	sum := hash[:]
 	m := Manifest{"yuzu-plugin-x": sum, "yuzu-plugin-a": bytes.Repeat([]byte{1}, 32)}
 	if err := m.Write(dir); err != nil {
 		t.Fatal(err)
