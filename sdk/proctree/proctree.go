@@ -58,6 +58,12 @@ func Attach(cmd *exec.Cmd) (*Group, error) {
 // process has been reaped its pid may belong to someone else, so do not call it then.
 func (g *Group) Kill() error { return g.sys.kill(g.proc) }
 
+// KillLeftovers ends what is still in the group or job once the process itself has
+// exited but is not yet reaped. Unlike Kill it does not walk the process table: the
+// exited process's own children have already been handed to another parent, so such a
+// walk would find nothing and costs a read of every process on the machine.
+func (g *Group) KillLeftovers() error { return g.sys.killLeftovers(g.proc) }
+
 // Close releases what the Group holds (on Windows the job handle, which ends any
 // process still in the job).
 func (g *Group) Close() { g.sys.close() }

@@ -15,8 +15,9 @@ func prepare(*exec.Cmd, bool) {}
 // a process started.
 func attach(*os.Process) (*sysGroup, error) { return nil, ErrUnsupported }
 
-func (*sysGroup) kill(p *os.Process) error { return p.Kill() }
-func (*sysGroup) close()                   {}
+func (*sysGroup) kill(p *os.Process) error          { return p.Kill() }
+func (*sysGroup) killLeftovers(p *os.Process) error { return p.Kill() }
+func (*sysGroup) close()                            {}
 
 // BecomeSubreaper is not available here.
 func BecomeSubreaper() error { return ErrUnsupported }

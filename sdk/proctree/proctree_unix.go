@@ -31,6 +31,13 @@ func (g *sysGroup) kill(p *os.Process) error {
 	return err
 }
 
+func (g *sysGroup) killLeftovers(*os.Process) error {
+	if err := syscall.Kill(-g.pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	return nil
+}
+
 func (*sysGroup) close() {}
 
 // KillDescendants sends SIGKILL to every descendant of pid found in the process table,

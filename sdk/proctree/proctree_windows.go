@@ -76,6 +76,9 @@ func (g *sysGroup) kill(p *os.Process) error {
 	return nil
 }
 
+// The job holds the leftovers; ending it is all Kill does here anyway.
+func (g *sysGroup) killLeftovers(p *os.Process) error { return g.kill(p) }
+
 func (g *sysGroup) close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -193,7 +193,7 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 		// The leader has exited but is not reaped, so the group id is still ours:
 		// stop the watcher, then kill whatever the tool left behind in its group.
 		stopWatcher()
-		_ = g.Kill()
+		_ = g.KillLeftovers()
 	}
 	werr := cmd.Wait()
 	stopWatcher()
