@@ -150,7 +150,7 @@ func TestRealBusFirewalld(t *testing.T) {
 	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", addr)
 
 	// Nobody owns firewalld's name yet: the rung falls through.
-	if got := QueryFirewalld(context.Background()); got.Reachable {
+	if got := queryFirewalld(context.Background(), FirewalldBudget, connectSystemBus); got.Reachable {
 		t.Fatalf("firewalld not running but reachable: %+v", got)
 	}
 
@@ -165,7 +165,7 @@ func TestRealBusFirewalld(t *testing.T) {
 	if _, err := srv.ReleaseName(firewalldDest); err != nil {
 		t.Fatal(err)
 	}
-	if got := QueryFirewalld(context.Background()); got.Reachable {
+	if got := queryFirewalld(context.Background(), FirewalldBudget, connectSystemBus); got.Reachable {
 		t.Errorf("firewalld stopped but reachable: %+v", got)
 	}
 }
@@ -187,7 +187,7 @@ func TestRealBusWrongTypes(t *testing.T) {
 			addr := startBus(t)
 			t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", addr)
 			exportFake(t, addr, tt.obj, zoneMethods)
-			got := QueryFirewalld(context.Background())
+			got := queryFirewalld(context.Background(), FirewalldBudget, connectSystemBus)
 			if !got.Reachable || got.Complete {
 				t.Errorf("got %+v, want reachable and incomplete", got)
 			}
@@ -257,7 +257,7 @@ func TestSystemBusAddress(t *testing.T) {
 		}
 	}
 	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", "tcp:host=127.0.0.1,port=1")
-	if got := QueryFirewalld(context.Background()); got.Reachable {
+	if got := queryFirewalld(context.Background(), FirewalldBudget, connectSystemBus); got.Reachable {
 		t.Errorf("refused address reachable: %+v", got)
 	}
 }

@@ -72,9 +72,3 @@ func (c *dbusCaller) Call(ctx context.Context, method string, args ...any) ([]an
 }
 
 func (c *dbusCaller) Close() error { return c.conn.Close() }
-
-// QueryFirewalld asks firewalld on the system bus for its active zones and their
-// services, within FirewalldBudget.
-func QueryFirewalld(ctx context.Context) FirewalldResult {
-	return queryFirewalld(ctx, FirewalldBudget, connectSystemBus)
-}

@@ -69,7 +69,7 @@ func nftHasContent(chains []NftChain, rules []NftRule) bool {
 func nftRows(nft NftResult, rules bool) []row.Row {
 	out := []row.Row{row.New("backend", "nftables")}
 	if !rules {
-		state := parse.NftDecideState(true, nftHasContent(nft.Chains, nft.Rules))
+		state := parse.NftState(nftHasContent(nft.Chains, nft.Rules))
 		return append(out, row.New("state", state.Activity()), rulesetCount(len(nft.Rules)))
 	}
 	for _, c := range nft.Chains {

@@ -67,23 +67,14 @@ func GateState(complete, tablesSeen bool, parsed Status) Status {
 	return Clamp(tablesSeen, parsed)
 }
 
-// NftTrusted reports whether the nftables read can answer for the host: both the
-// chain and the rule dump must have completed.
-func NftTrusted(chainsOK, rulesOK bool) bool {
-	return chainsOK && rulesOK
-}
-
-// NftDecideState is the nftables verdict: Unknown unless the dumps were trusted, then
-// Enabled (active) when there is content and Disabled (inactive) when there is none.
-func NftDecideState(trusted, hasContent bool) Status {
-	switch {
-	case !trusted:
-		return Unknown
-	case hasContent:
+// NftState is the verdict of an nftables read that completed: Enabled (active) when
+// there is content, Disabled (inactive) when there is none. An incomplete read has no
+// verdict; its caller reports the failure instead.
+func NftState(hasContent bool) Status {
+	if hasContent {
 		return Enabled
-	default:
-		return Disabled
 	}
+	return Disabled
 }
 
 // Names of the nftables dumps, as they appear in error and fallthrough rows.

@@ -56,23 +56,9 @@ func TestGateAndClamp(t *testing.T) {
 	}
 }
 
-func TestNftDecision(t *testing.T) {
-	if NftTrusted(true, false) || NftTrusted(false, true) || NftTrusted(false, false) || !NftTrusted(true, true) {
-		t.Error("NftTrusted must require both dumps")
-	}
-	tests := []struct {
-		trusted, content bool
-		want             Status
-	}{
-		{false, false, Unknown},
-		{false, true, Unknown},
-		{true, false, Disabled},
-		{true, true, Enabled},
-	}
-	for _, tt := range tests {
-		if got := NftDecideState(tt.trusted, tt.content); got != tt.want {
-			t.Errorf("NftDecideState(%v, %v) = %v, want %v", tt.trusted, tt.content, got, tt.want)
-		}
+func TestNftState(t *testing.T) {
+	if NftState(false) != Disabled || NftState(true) != Enabled {
+		t.Errorf("NftState: no content %v, content %v", NftState(false), NftState(true))
 	}
 }
 
@@ -92,8 +78,8 @@ func TestNftRowsAndReasons(t *testing.T) {
 	if got := ErrnoReason(-1 << 63); got != ReasonErrnoUndecoded {
 		t.Errorf("most negative errno: %q", got)
 	}
-	for _, r := range []string{ReasonOK, ReasonTimeout, ReasonEPERM, ReasonErrnoUndecoded, ReasonForeignFlood,
-		ReasonTruncated, ReasonOversized, ReasonIOError, ReasonTorn} {
+	for _, r := range []string{ReasonOK, ReasonTimeout, ReasonEPERM, ReasonErrnoUndecoded,
+		ReasonOversized, ReasonIOError} {
 		if r == "" || strings.ContainsAny(r, "| ") {
 			t.Errorf("bad reason token %q", r)
 		}
