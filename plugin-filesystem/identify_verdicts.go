@@ -22,9 +22,7 @@ const codesignUnsigned = "code object is not signed at all"
 // trusted or notarized.
 func codesignStatus(res subprocess.Result, err error) string {
 	switch {
-	case err != nil || !res.ToolRan:
-		return "unknown"
-	case res.TimedOut || res.OutputTruncated || res.Reason != subprocess.ReasonExited:
+	case err != nil || !res.Complete():
 		return "unknown"
 	case res.ExitCode == 0:
 		return "valid"
@@ -40,8 +38,7 @@ func codesignStatus(res subprocess.Result, err error) string {
 // and whether there is one: the tool ran, exited 0 within its deadline and output
 // cap, and printed something besides white space.
 func plutilValue(res subprocess.Result, err error) (string, bool) {
-	if err != nil || !res.ToolRan || res.TimedOut || res.OutputTruncated ||
-		res.Reason != subprocess.ReasonExited || res.ExitCode != 0 {
+	if err != nil || !res.Complete() || res.ExitCode != 0 {
 		return "", false
 	}
 	v := bytes.TrimSpace(res.Output)

@@ -91,6 +91,12 @@ type Result struct {
 	Reason Reason
 }
 
+// Complete reports whether the tool ran to its own end and all it wrote is in Output:
+// it exited by itself (it was not killed, at its deadline or otherwise, and did not fail
+// to start) and did not write past the output cap. What its exit status means is the
+// caller's to judge.
+func (r Result) Complete() bool { return r.Reason == ReasonExited && !r.OutputTruncated }
+
 // ErrRelativePath is wrapped by Run's error when argv[0] is not absolute.
 var ErrRelativePath = errors.New("tool path must be absolute")
 

@@ -371,3 +371,31 @@ func TestRunDefaultTimeoutApplies(t *testing.T) {
 		t.Errorf("result = %+v; want exited 0", res)
 	}
 }
+
+// Complete: only a tool that exited by itself with all of its output counts, whatever
+// its exit status.
+func TestResultComplete(t *testing.T) {
+	cases := []struct {
+		name string
+		res  Result
+		want bool
+	}{
+		{"exit 0", Result{ToolRan: true, Reason: ReasonExited}, true},
+		{"exit 3", Result{ToolRan: true, Reason: ReasonExited, ExitCode: 3}, true},
+		{"output cut at the cap", Result{ToolRan: true, Reason: ReasonExited, OutputTruncated: true}, false},
+		{"killed at its deadline", Result{ToolRan: true, Reason: ReasonDeadline, TimedOut: true, ExitCode: -1}, false},
+		{"cancelled", Result{ToolRan: true, Reason: ReasonCancelled, ExitCode: -1}, false},
+		{"killed by someone else", Result{ToolRan: true, Reason: ReasonSignaled, ExitCode: -1}, false},
+		{"never started", Result{Reason: ReasonSpawnError, ExitCode: -1}, false},
+		{"zero value", Result{}, false},
+	}
+	for _, c := range cases {
+		if got := c.res.Complete(); got != c.want {
+			t.Errorf("%s: Complete() = %v, want %v", c.name, got, c.want)
+		}
+	}
+	res, err := Run(context.Background(), Spec{Argv: []string{"/no/such/tool"}})
+	if err == nil || res.Complete() {
+		t.Errorf("a tool that cannot start: %+v, %v", res, err)
+	}
+}

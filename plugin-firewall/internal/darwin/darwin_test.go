@@ -15,11 +15,11 @@ import (
 )
 
 func ok(out string) subprocess.Result {
-	return subprocess.Result{ToolRan: true, Output: []byte(out)}
+	return subprocess.Result{ToolRan: true, Output: []byte(out), Reason: subprocess.ReasonExited}
 }
 
 // refused is what pfctl gives an unprivileged caller: nothing on stdout, exit 1.
-var refused = subprocess.Result{ToolRan: true, ExitCode: 1}
+var refused = subprocess.Result{ToolRan: true, ExitCode: 1, Reason: subprocess.ReasonExited}
 
 func rowsEqual(t *testing.T, name string, got []row.Row, want ...string) {
 	t.Helper()
@@ -51,12 +51,12 @@ func TestStateRows(t *testing.T) {
 			Anchors:     ok(""), Rules: ok(""),
 		}, []string{"backend|appfirewall", "state|enabled", "mode|block_all", "pf|disabled", "ruleset|0"}},
 		{"global state exit status not checked", StateReading{
-			GlobalState: subprocess.Result{ToolRan: true, ExitCode: 3, Output: []byte("Firewall is enabled. (State = 1)")},
+			GlobalState: subprocess.Result{ToolRan: true, ExitCode: 3, Output: []byte("Firewall is enabled. (State = 1)"), Reason: subprocess.ReasonExited},
 			PfInfo:      refused, Anchors: refused, Rules: refused,
 		}, []string{"backend|appfirewall", "state|enabled", "pf|unknown", "ruleset|unknown"}},
 		{"global state timed out", StateReading{
-			GlobalState: subprocess.Result{ToolRan: true, ExitCode: -1, TimedOut: true, Output: []byte("Firewall is enabled.")},
-			PfInfo:      subprocess.Result{ToolRan: true, OutputTruncated: true, Output: []byte("Status: Disabled")},
+			GlobalState: subprocess.Result{ToolRan: true, ExitCode: -1, TimedOut: true, Output: []byte("Firewall is enabled."), Reason: subprocess.ReasonDeadline},
+			PfInfo:      subprocess.Result{ToolRan: true, OutputTruncated: true, Output: []byte("Status: Disabled"), Reason: subprocess.ReasonExited},
 			Anchors:     refused, Rules: refused,
 		}, []string{"backend|appfirewall", "state|unknown", "pf|unknown", "ruleset|unknown"}},
 		{"nothing ran", StateReading{},
@@ -64,8 +64,8 @@ func TestStateRows(t *testing.T) {
 		{"anchors cut short", StateReading{
 			GlobalState: ok("Firewall is disabled. (State = 0)"),
 			PfInfo:      ok("Status: Enabled"),
-			Anchors:     subprocess.Result{ToolRan: true, OutputTruncated: true, Output: []byte("  a\n  b\n")},
-			Rules:       subprocess.Result{ToolRan: true, ExitCode: -1, TimedOut: true, Output: []byte("pass all\n")},
+			Anchors:     subprocess.Result{ToolRan: true, OutputTruncated: true, Output: []byte("  a\n  b\n"), Reason: subprocess.ReasonExited},
+			Rules:       subprocess.Result{ToolRan: true, ExitCode: -1, TimedOut: true, Output: []byte("pass all\n"), Reason: subprocess.ReasonDeadline},
 		}, []string{"backend|appfirewall", "state|disabled", "pf|enabled", "ruleset|unknown"}},
 	}
 	for _, tt := range tests {
@@ -103,11 +103,11 @@ func TestRulesRows(t *testing.T) {
 
 	// A listapps read that did not complete publishes no apps at all.
 	rowsEqual(t, "listapps truncated", RulesRows(RulesReading{
-		ListApps: subprocess.Result{ToolRan: true, OutputTruncated: true, Output: apps},
+		ListApps: subprocess.Result{ToolRan: true, OutputTruncated: true, Output: apps, Reason: subprocess.ReasonExited},
 		Rules:    ok(""), Anchors: ok(""),
 	}), "ruleset|0")
 	rowsEqual(t, "listapps failed", RulesRows(RulesReading{
-		ListApps: subprocess.Result{ToolRan: true, ExitCode: 1, Output: apps},
+		ListApps: subprocess.Result{ToolRan: true, ExitCode: 1, Output: apps, Reason: subprocess.ReasonExited},
 		Rules:    refused, Anchors: refused,
 	}), "ruleset|unknown")
 }

@@ -41,15 +41,15 @@ func (f *fakeRunner) run(ctx context.Context, spec subprocess.Spec) (subprocess.
 		defer timer.Stop()
 		select {
 		case <-timer.C:
-			return subprocess.Result{ToolRan: true, ExitCode: -1, TimedOut: true}, nil
+			return subprocess.Result{ToolRan: true, ExitCode: -1, TimedOut: true, Reason: subprocess.ReasonDeadline}, nil
 		case <-ctx.Done():
-			return subprocess.Result{ToolRan: true, ExitCode: -1}, nil
+			return subprocess.Result{ToolRan: true, ExitCode: -1, Reason: subprocess.ReasonSignaled}, nil
 		}
 	}
 	res := subprocess.Result{ToolRan: true, ExitCode: t.exit, Output: []byte(t.out),
-		TimedOut: t.timedOut, OutputTruncated: t.truncated}
+		TimedOut: t.timedOut, OutputTruncated: t.truncated, Reason: subprocess.ReasonExited}
 	if t.timedOut {
-		res.ExitCode = -1
+		res.ExitCode, res.Reason = -1, subprocess.ReasonDeadline
 	}
 	return res, nil
 }

@@ -45,7 +45,7 @@ func (s Status) Activity() string {
 // SubprocessComplete reports whether a tool's answer can be trusted as whole: the tool
 // ran, exited 0, was not killed at its deadline and its output was not cut at the cap.
 func SubprocessComplete(res subprocess.Result) bool {
-	return res.ToolRan && res.ExitCode == 0 && !res.TimedOut && !res.OutputTruncated
+	return res.Complete() && res.ExitCode == 0
 }
 
 // Clamp keeps a later Linux backend from contradicting nftables: when nftables tables

@@ -8,18 +8,18 @@ import (
 )
 
 func TestSubprocessComplete(t *testing.T) {
-	ok := subprocess.Result{ToolRan: true, ExitCode: 0, Output: []byte("x")}
+	ok := subprocess.Result{ToolRan: true, ExitCode: 0, Output: []byte("x"), Reason: subprocess.ReasonExited}
 	tests := []struct {
 		name string
 		res  subprocess.Result
 		want bool
 	}{
 		{"clean", ok, true},
-		{"clean empty output", subprocess.Result{ToolRan: true}, true},
+		{"clean empty output", subprocess.Result{ToolRan: true, Reason: subprocess.ReasonExited}, true},
 		{"not run", subprocess.Result{ExitCode: -1}, false},
-		{"exit 1", subprocess.Result{ToolRan: true, ExitCode: 1}, false},
-		{"timed out", subprocess.Result{ToolRan: true, ExitCode: -1, TimedOut: true}, false},
-		{"truncated", subprocess.Result{ToolRan: true, OutputTruncated: true}, false},
+		{"exit 1", subprocess.Result{ToolRan: true, ExitCode: 1, Reason: subprocess.ReasonExited}, false},
+		{"timed out", subprocess.Result{ToolRan: true, ExitCode: -1, TimedOut: true, Reason: subprocess.ReasonDeadline}, false},
+		{"truncated", subprocess.Result{ToolRan: true, OutputTruncated: true, Reason: subprocess.ReasonExited}, false},
 	}
 	for _, tt := range tests {
 		if got := SubprocessComplete(tt.res); got != tt.want {
