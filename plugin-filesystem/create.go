@@ -93,6 +93,7 @@ func makeTemp(ctx context.Context, req *sdk.Request, out *sdk.Output, dir bool) 
 	// The path reported keeps the directory as the caller (or the environment) spelt
 	// it, as upstream; the file is created in the canonical directory, opened without
 	// following links, so the answer names the directory that was checked.
+	var canonDir string
 	shown, given := req.Params.Lookup("directory")
 	if given && shown != "" {
 		canon, err := pathcheck.Validate(shown, "")
@@ -102,13 +103,15 @@ func makeTemp(ctx context.Context, req *sdk.Request, out *sdk.Output, dir bool) 
 		if fi, err := os.Stat(canon); err != nil || !fi.IsDir() {
 			return out.Fail("specified directory is not a directory"), nil
 		}
+		canonDir = canon
 	} else {
 		shown = systemTempDir()
-	}
-	canonDir, err := pathcheck.Validate(shown, "")
-	if err != nil {
-		req.Log.Debug("temporary directory not usable", "dir", shown, "err", err)
-		return out.Fail(failed), nil
+		canon, err := pathcheck.Validate(shown, "")
+		if err != nil {
+			req.Log.Debug("temporary directory not usable", "dir", shown, "err", err)
+			return out.Fail(failed), nil
+		}
+		canonDir = canon
 	}
 
 	var created, shownPath string
