@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -20,43 +19,12 @@ import (
 const maxLogLine = 16 << 10
 
 // relayLog reads a plugin's stderr and writes each line to the agent's log, attributed
-// to the plugin (log is named after it). Lines the SDK wrote are JSON (hclog): their
-// level, message and fields are kept. Anything else (a C library's complaint, a Go
-// panic trace) is relayed as text, at error level from a "panic:" or "fatal error:"
-// line on. Every string is made printable first, so a plugin can neither forge agent
-// log lines with newlines nor send terminal escapes, and no input can crash the relay.
+// to the plugin (log is named after it), until the pipe closes. See lineLog for what
+// each line becomes.
 func relayLog(r io.Reader, log hclog.Logger) {
-	br := bufio.NewReaderSize(r, maxLogLine)
-	inPanic := false
-	for {
-		line, err := br.ReadSlice('\n')
-		if len(line) > 0 {
-			inPanic = relayLine(log, strings.TrimRight(string(line), "\r\n"), inPanic)
-		}
-		if err != nil && err != bufio.ErrBufferFull {
-			return
-		}
-	}
-}
-
-// relayLine logs one line and reports whether a panic trace is in progress.
-func relayLine(log hclog.Logger, line string, inPanic bool) bool {
-	if line == "" {
-		return inPanic
-	}
-	if level, msg, args, ok := parseLogLine(line); ok {
-		log.Log(level, msg, args...)
-		return inPanic
-	}
-	if strings.HasPrefix(line, "panic: ") || strings.HasPrefix(line, "fatal error: ") {
-		inPanic = true
-	}
-	level := hclog.Info
-	if inPanic {
-		level = hclog.Error
-	}
-	log.Log(level, rows.Printable(line), "stream", "stderr")
-	return inPanic
+	w := newLineLog(log, "stderr")
+	_, _ = io.Copy(w, r)
+	w.flush()
 }
 
 // parseLogLine reads an hclog JSON line. It accepts only an object whose @level and
@@ -105,19 +73,27 @@ func printableValue(v any) string {
 	return rows.Printable(string(b))
 }
 
-// lineLog is an io.Writer that logs each complete line written to it, as relayLog
-// does. go-plugin hands it what the plugin writes to os.Stdout and os.Stderr after the
-// handshake (it forwards both over the connection), so a stray fmt.Println in a
-// plugin shows in the agent's log instead of vanishing.
+// lineLog is an io.Writer that logs each line written to it. It serves the plugin's
+// stderr pipe (relayLog) and what go-plugin forwards of the plugin's os.Stdout and
+// os.Stderr after the handshake, so a stray fmt.Println in a plugin shows in the
+// agent's log instead of vanishing.
+//
+// Lines the SDK wrote are JSON (hclog): their level, message and fields are kept.
+// Anything else (a C library's complaint, a Go panic trace) is relayed as text, at
+// error level from a "panic:" or "fatal error:" line on. Every string is made
+// printable first, so a plugin can neither forge agent log lines with newlines nor send
+// terminal escapes, and no input can crash the relay. A line longer than maxLogLine is
+// relayed in pieces.
 type lineLog struct {
-	log    hclog.Logger
-	stream string
-	mu     sync.Mutex
-	buf    []byte
+	log     hclog.Logger
+	stream  string
+	mu      sync.Mutex
+	buf     []byte
+	inPanic bool
 }
 
 func newLineLog(log hclog.Logger, stream string) *lineLog {
-	return &lineLog{log: log.With("stream", stream), stream: stream}
+	return &lineLog{log: log, stream: stream}
 }
 
 func (w *lineLog) Write(p []byte) (int, error) {
@@ -129,14 +105,27 @@ func (w *lineLog) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		w.emit(w.buf[:i])
+		line := w.buf[:i]
+		for len(line) > maxLogLine {
+			w.emit(line[:maxLogLine])
+			line = line[maxLogLine:]
+		}
+		w.emit(line)
 		w.buf = w.buf[i+1:]
 	}
-	if len(w.buf) >= maxLogLine {
-		w.emit(w.buf)
-		w.buf = nil
+	for len(w.buf) >= maxLogLine {
+		w.emit(w.buf[:maxLogLine])
+		w.buf = w.buf[maxLogLine:]
 	}
 	return len(p), nil
+}
+
+// flush logs a last line that ended without a newline.
+func (w *lineLog) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.emit(w.buf)
+	w.buf = nil
 }
 
 func (w *lineLog) emit(line []byte) {
@@ -148,5 +137,12 @@ func (w *lineLog) emit(line []byte) {
 		w.log.Log(level, msg, args...)
 		return
 	}
-	w.log.Info(rows.Printable(text))
+	if strings.HasPrefix(text, "panic: ") || strings.HasPrefix(text, "fatal error: ") {
+		w.inPanic = true
+	}
+	level := hclog.Info
+	if w.inPanic {
+		level = hclog.Error
+	}
+	w.log.Log(level, rows.Printable(text), "stream", w.stream)
 }
