@@ -38,6 +38,7 @@ func TestParseTags(t *testing.T) {
 		{"empty", ``, nil, "not a JSON object"},
 		{"trailing data", `{"a":"b"} {"c":"d"}`, nil, "data after"},
 		{"truncated", `{"a":"b"`, nil, "not an object of strings"},
+		{"invalid UTF-8", "{\"a\":\"\xff\"}", nil, "not valid UTF-8"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

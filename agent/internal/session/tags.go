@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"unicode/utf8"
 
 	"github.com/yuzugo/yuzu/sdk/safefile"
 )
@@ -38,9 +39,13 @@ func ReadTags(dataDir string) (map[string]string, error) {
 	return tags, nil
 }
 
-// parseTags decodes a tags.json document: one JSON object of strings and nothing after
-// it.
+// parseTags decodes a tags.json document by the tags plugin's rules: valid UTF-8 (the
+// plugin treats anything else as corrupt, so the agent must not report the replacement
+// characters encoding/json would put in), one JSON object of strings, nothing after it.
 func parseTags(data []byte) (map[string]string, error) {
+	if !utf8.Valid(data) {
+		return nil, errors.New("not valid UTF-8")
+	}
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, errors.New("not a JSON object")
