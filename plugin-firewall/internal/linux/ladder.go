@@ -142,28 +142,19 @@ func (l *Ladder) ufw(ctx context.Context, tablesSeen, rules bool) ([]row.Row, bo
 	if !res.ToolRan || res.ExitCode != 0 {
 		return nil, false
 	}
-	complete := parse.SubprocessComplete(res)
 	status := parse.ParseUfwStatus(res.Output)
 	// An unrecognised status line means the output is not what this parser knows, so
 	// neither its verdict nor its rule lines are trusted.
-	trusted := complete && status != parse.Unknown
-	out := []row.Row{row.New("backend", "ufw")}
-	if !rules {
-		out = append(out, row.New("state", parse.GateState(trusted, tablesSeen, status).Activity()))
-		if !trusted {
-			return append(out, rulesetUnknown()), true
-		}
-		return append(out, rulesetCount(len(parse.ParseUfwRules(res.Output)))), true
-	}
-	if !trusted {
-		return append(out, rulesUnknown(), rulesetUnknown()), true
-	}
+	trusted := parse.SubprocessComplete(res) && status != parse.Unknown
 	list := parse.ParseUfwRules(res.Output)
-	for _, r := range list {
-		out = append(out, row.New("rule", rows.Sanitize(r.Index), rows.Sanitize(r.To),
-			rows.Sanitize(r.Action), rows.Sanitize(r.From)))
-	}
-	return append(out, rulesetCount(len(list))), true
+	return toolRows("ufw", trusted, tablesSeen, rules, status, len(list), func() []row.Row {
+		out := make([]row.Row, 0, len(list))
+		for _, r := range list {
+			out = append(out, row.New("rule", rows.Sanitize(r.Index), rows.Sanitize(r.To),
+				rows.Sanitize(r.Action), rows.Sanitize(r.From)))
+		}
+		return out
+	}), true
 }
 
 // iptables is the last real backend: once the tool ran, it answers, and a failed or
@@ -176,21 +167,31 @@ func (l *Ladder) iptables(ctx context.Context, tablesSeen, rules bool) ([]row.Ro
 	entries := parse.ParseIptables(res.Output)
 	status := parse.IptablesState(entries)
 	trusted := parse.SubprocessComplete(res) && status != parse.Unknown
-	out := []row.Row{row.New("backend", "iptables")}
+	return toolRows("iptables", trusted, tablesSeen, rules, status, parse.IptablesRuleCount(entries), func() []row.Row {
+		out := make([]row.Row, 0, len(entries))
+		for _, e := range entries {
+			out = append(out, row.New("rule", e.Kind, rows.Sanitize(e.Chain), rows.Sanitize(e.Spec)))
+		}
+		return out
+	}), true
+}
+
+// toolRows renders what a tool backend (ufw, iptables) answered: for state its gated
+// verdict and rule count, for rules its rule rows and count, and unknown for both when
+// its read is not trusted.
+func toolRows(backend string, trusted, tablesSeen, rules bool, status parse.Status, count int, ruleRows func() []row.Row) []row.Row {
+	out := []row.Row{row.New("backend", backend)}
 	if !rules {
 		out = append(out, row.New("state", parse.GateState(trusted, tablesSeen, status).Activity()))
 		if !trusted {
-			return append(out, rulesetUnknown()), true
+			return append(out, rulesetUnknown())
 		}
-		return append(out, rulesetCount(parse.IptablesRuleCount(entries))), true
+		return append(out, rulesetCount(count))
 	}
 	if !trusted {
-		return append(out, rulesUnknown(), rulesetUnknown()), true
+		return append(out, rulesUnknown(), rulesetUnknown())
 	}
-	for _, e := range entries {
-		out = append(out, row.New("rule", e.Kind, rows.Sanitize(e.Chain), rows.Sanitize(e.Spec)))
-	}
-	return append(out, rulesetCount(parse.IptablesRuleCount(entries))), true
+	return append(append(out, ruleRows()...), rulesetCount(count))
 }
 
 // terminalRows close a walk where no backend answered. When nftables tables were read
