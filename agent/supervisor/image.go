@@ -9,6 +9,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/yuzugo/yuzu/agent/internal/manifest"
 	"github.com/yuzugo/yuzu/sdk/safefile"
@@ -110,7 +111,7 @@ func copyImage(f *os.File, b Binary) (*image, []byte, error) {
 		img.release()
 		return nil, nil, fmt.Errorf("plugin %s: private copy: %w", b.Name, err)
 	}
-	name := dir + string(os.PathSeparator) + baseName(b.Path)
+	name := filepath.Join(dir, filepath.Base(b.Path))
 	out, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o700)
 	if err != nil {
 		img.release()
@@ -127,13 +128,4 @@ func copyImage(f *os.File, b Binary) (*image, []byte, error) {
 	}
 	img.execPath = name
 	return img, h.Sum(nil), nil
-}
-
-func baseName(path string) string {
-	for i := len(path) - 1; i >= 0; i-- {
-		if os.IsPathSeparator(path[i]) {
-			return path[i+1:]
-		}
-	}
-	return path
 }
