@@ -65,9 +65,7 @@ func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (
 	pr.onRun = func(pid int) { l.live[pid] = true } // under l.mu, see below
 	pr.onEnd = func() { l.ended(pr) }
 
-	cc := host.ClientConfig(nil)
-	cc.Cmd = nil
-	cc.SkipHostEnv = true
+	cc := host.ClientConfig(nil) // no Cmd: RunnerFunc below starts the verified image
 	cc.Logger = l.goPluginLog()
 	// go-plugin's own stderr reader only ever sees the empty stream procRunner gives
 	// it (the agent relays stderr itself): a minimal buffer instead of its 64 KiB.

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -281,8 +282,12 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 // at once); a week is longer than any command should run.
 const maxTimeout = 7 * 24 * time.Hour
 
-// durationSyntax matches what time.ParseDuration would accept but for its range.
-var durationSyntax = regexp.MustCompile(`^[+]?([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$`)
+// durationSyntax matches what time.ParseDuration would accept but for its range. It is
+// compiled on first use, only for a value time.ParseDuration refused, so that no
+// command pays for it at start-up.
+var durationSyntax = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[+]?([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$`)
+})
 
 // parseTimeout takes a Go duration ("90s", "2m") or a number of seconds, positive and at
 // most maxTimeout.
@@ -297,7 +302,7 @@ func parseTimeout(v string) (time.Duration, error) {
 		}
 		d = time.Duration(n * float64(time.Second))
 	} else if d, err = time.ParseDuration(v); err != nil {
-		if durationSyntax.MatchString(v) {
+		if durationSyntax().MatchString(v) {
 			// Well formed, yet refused: only overflow does that.
 			return 0, fmt.Errorf("%s is longer than the %s maximum", v, maxTimeout)
 		}
