@@ -78,6 +78,31 @@ func TestActionsReturnsCopies(t *testing.T) {
 	}
 }
 
+// Known keeps the defined values and turns any other number into the "nothing
+// declared" value, so no undefined number travels on.
+func TestKnown(t *testing.T) {
+	for s := StatusUndeclared; s <= StatusConstrained; s++ {
+		if s.Known() != s {
+			t.Errorf("Status(%d).Known() = %d", s, s.Known())
+		}
+	}
+	for _, s := range []Status{-1, 5, 1 << 30} {
+		if s.Known() != StatusUndeclared {
+			t.Errorf("Status(%d).Known() = %d, want StatusUndeclared", s, s.Known())
+		}
+	}
+	for c := CompletenessUnknown; c <= CompletenessPartial; c++ {
+		if c.Known() != c {
+			t.Errorf("Completeness(%d).Known() = %d", c, c.Known())
+		}
+	}
+	for _, c := range []Completeness{-1, 3, 1 << 30} {
+		if c.Known() != CompletenessUnknown {
+			t.Errorf("Completeness(%d).Known() = %d, want CompletenessUnknown", c, c.Known())
+		}
+	}
+}
+
 func TestEnumStrings(t *testing.T) {
 	cases := []struct{ got, want string }{
 		{StatusUndeclared.String(), "UNDECLARED"},

@@ -59,12 +59,17 @@ const (
 
 var statusNames = [...]string{"UNDECLARED", "OK", "UNAVAILABLE", "PERMISSION_DENIED", "CONSTRAINED"}
 
-// String returns the status's name, e.g. "CONSTRAINED".
-func (s Status) String() string {
+// String returns the status's name, e.g. "CONSTRAINED"; a value outside the list reads
+// as UNDECLARED.
+func (s Status) String() string { return statusNames[s.Known()] }
+
+// Known returns s when it is one of the statuses above and StatusUndeclared otherwise:
+// a number no one defined declares nothing.
+func (s Status) Known() Status {
 	if s < 0 || int(s) >= len(statusNames) {
-		return statusNames[0]
+		return StatusUndeclared
 	}
-	return statusNames[s]
+	return s
 }
 
 // Completeness says whether a command's rows are the whole answer.
@@ -79,12 +84,17 @@ const (
 
 var completenessNames = [...]string{"UNKNOWN", "FULL", "PARTIAL"}
 
-// String returns the completeness's name, e.g. "PARTIAL".
-func (c Completeness) String() string {
+// String returns the completeness's name, e.g. "PARTIAL"; a value outside the list
+// reads as UNKNOWN.
+func (c Completeness) String() string { return completenessNames[c.Known()] }
+
+// Known returns c when it is one of the values above and CompletenessUnknown
+// otherwise.
+func (c Completeness) Known() Completeness {
 	if c < 0 || int(c) >= len(completenessNames) {
-		return completenessNames[0]
+		return CompletenessUnknown
 	}
-	return completenessNames[c]
+	return c
 }
 
 // Result ends a command. Build it with the helper named after the status it carries:

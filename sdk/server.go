@@ -147,16 +147,10 @@ func (s *server) Execute(req *pluginv1.ExecuteRequest, stream pluginv1.PluginSer
 	if err != nil {
 		return err
 	}
-	if res.Status < StatusUndeclared || res.Status > StatusConstrained {
-		res.Status = StatusUndeclared
-	}
-	if res.Completeness < CompletenessUnknown || res.Completeness > CompletenessPartial {
-		res.Completeness = CompletenessUnknown
-	}
 	return stream.Send(&pluginv1.ExecuteResponse{Event: &pluginv1.ExecuteResponse_Result{Result: &pluginv1.Result{
 		ReturnCode:   int32(res.Code),
-		Status:       pluginv1.ResultStatus(res.Status),
-		Completeness: pluginv1.Completeness(res.Completeness),
+		Status:       pluginv1.ResultStatus(res.Status.Known()),
+		Completeness: pluginv1.Completeness(res.Completeness.Known()),
 		// A provenance that is not valid UTF-8 could not be marshalled, and the
 		// agent would lose the answer and take the plugin for crashed.
 		Provenance: rows.ValidUTF8(res.Provenance),

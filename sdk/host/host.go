@@ -196,11 +196,13 @@ func (c *Client) Execute(ctx context.Context, cmd Command, onRows func(rows []st
 				return sdk.Result{}, err
 			}
 		case *pluginv1.ExecuteResponse_Result:
+			// A plugin not built with this SDK may send numbers no one defined;
+			// they stop here.
 			r := e.Result
 			return sdk.Result{
 				Code:         int(r.GetReturnCode()),
-				Status:       sdk.Status(r.GetStatus()),
-				Completeness: sdk.Completeness(r.GetCompleteness()),
+				Status:       sdk.Status(r.GetStatus()).Known(),
+				Completeness: sdk.Completeness(r.GetCompleteness()).Known(),
 				Provenance:   r.GetProvenance(),
 			}, ctx.Err()
 		default:

@@ -381,10 +381,7 @@ func (s *Session) answer(c *command, rel *relay, res sdk.Result, err error) {
 
 // resultStatus maps the plugin's typed status onto the wire enum (same numbers).
 func resultStatus(st sdk.Status) agentv1.CommandResponse_PluginResultStatus {
-	if st < sdk.StatusUndeclared || st > sdk.StatusConstrained {
-		return agentv1.CommandResponse_PLUGIN_RESULT_UNDECLARED
-	}
-	return agentv1.CommandResponse_PluginResultStatus(st)
+	return agentv1.CommandResponse_PluginResultStatus(st.Known())
 }
 
 // failed ends a command the agent could not complete: its error row after the rows
