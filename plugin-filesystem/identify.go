@@ -183,13 +183,17 @@ func getSignatureDecl() []sdk.ActionOption {
 	}
 }
 
-func getSignature(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
-	base := req.Params.Get("base_dir", "")
-	canon, res := validated(out, req.Params.Get("path", ""), base)
-	if res != nil {
-		return *res, nil
+// onValidPath runs act, one OS's leg of an action, on the canonical form of the path
+// parameter once validated has accepted it against base_dir.
+func onValidPath(act func(ctx context.Context, req *sdk.Request, out *sdk.Output, canon, base string) sdk.Result) sdk.Handler {
+	return func(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
+		base := req.Params.Get("base_dir", "")
+		canon, res := validated(out, req.Params.Get("path", ""), base)
+		if res != nil {
+			return *res, nil
+		}
+		return act(ctx, req, out, canon, base), nil
 	}
-	return signature(ctx, req, out, canon, base), nil
 }
 
 func getVersionInfoDecl() []sdk.ActionOption {
@@ -210,15 +214,6 @@ func getVersionInfoDecl() []sdk.ActionOption {
 		sdk.OnDarwin(sdk.OSSupport{Level: sdk.SupportSupported, Mechanism: "plutil"}),
 		notOnLinux,
 	}
-}
-
-func getVersionInfo(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
-	base := req.Params.Get("base_dir", "")
-	canon, res := validated(out, req.Params.Get("path", ""), base)
-	if res != nil {
-		return *res, nil
-	}
-	return versionInfo(ctx, req, out, canon, base), nil
 }
 
 func findByHashDecl() []sdk.ActionOption {
