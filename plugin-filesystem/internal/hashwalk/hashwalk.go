@@ -169,7 +169,7 @@ func Walk(ctx context.Context, req Request) (Result, error) {
 	e.startWorkers()
 	go func() {
 		if !e.stopped() {
-			e.walk(root)
+			e.walkRoot(root)
 		}
 		close(e.jobs)
 		e.wg.Wait()
@@ -450,6 +450,20 @@ func (e *engine) result() Result {
 func (e *engine) classifyMount(p string) mounts.Class {
 	c, _ := e.table.At(p)
 	return c
+}
+
+// walkRoot walks root unless the mount table already says it is on a network or
+// pseudo filesystem, which the walk never enters (the per-OS walk checks every mount
+// it crosses below the root).
+func (e *engine) walkRoot(root string) {
+	switch e.table.Classify(root) {
+	case mounts.Network:
+		e.network.Add(1)
+	case mounts.Pseudo:
+		e.unreadable.Add(1)
+	default:
+		e.walk(root)
+	}
 }
 
 // joinPath appends one name to a directory path without cleaning, since

@@ -95,14 +95,6 @@ type frame struct {
 }
 
 func (e *engine) walk(root string) {
-	switch e.table.Classify(root) {
-	case mounts.Network:
-		e.network.Add(1)
-		return
-	case mounts.Pseudo:
-		e.unreadable.Add(1)
-		return
-	}
 	fd, err := openRel(unix.AT_FDCWD, root, dirOpenFlags)
 	if err != nil {
 		e.unreadable.Add(1)

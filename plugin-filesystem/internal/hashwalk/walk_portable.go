@@ -63,14 +63,6 @@ type portableFrame struct {
 }
 
 func (e *engine) walk(root string) {
-	switch e.table.Classify(root) {
-	case mounts.Network:
-		e.network.Add(1)
-		return
-	case mounts.Pseudo:
-		e.unreadable.Add(1)
-		return
-	}
 	f, o := openDir(root)
 	if o != opened {
 		// A root that cannot be listed is unreadable whatever the cause.
