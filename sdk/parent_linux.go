@@ -1,13 +1,9 @@
 package sdk
 
 import (
-	"os"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/yuzugo/yuzu/sdk/internal/wire"
 )
 
 // The agent starts every plugin with a parent-death signal of SIGKILL, which would end
@@ -17,15 +13,7 @@ import (
 // Go runtime keeps the main goroutine there until main starts), whereas Serve may run
 // on any, so it is done here.
 func init() {
-	if os.Getenv(wire.Handshake.MagicCookieKey) == wire.Handshake.MagicCookieValue {
+	if startedByAgent {
 		_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGTERM), 0, 0, 0)
 	}
-}
-
-// watchParent makes the plugin exit when the agent that started it dies. The kernel's
-// parent-death signal (set at initialisation) covers a clean kill; the poll of the
-// parent pid covers the case where the signal was armed after the parent had already
-// gone, and a subreaper adopting the child.
-func watchParent(every time.Duration, gone func()) {
-	pollParent(os.Getppid(), every, gone)
 }

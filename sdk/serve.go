@@ -25,6 +25,10 @@ const closedByAgent = "agent closed the connection"
 // parentPoll is how often the plugin checks that the agent that started it is alive.
 const parentPoll = 500 * time.Millisecond
 
+// startedByAgent is true when go-plugin started this process as a plugin: it put the
+// magic cookie in the environment. Package variables are set before any init runs.
+var startedByAgent = os.Getenv(wire.Handshake.MagicCookieKey) == wire.Handshake.MagicCookieValue
+
 // handshakeOut is the real stdout, saved by the guard, where go-plugin must print its
 // handshake line. It is nil when the process was not started as a plugin.
 var handshakeOut *os.File
@@ -35,7 +39,7 @@ var handshakeOut *os.File
 // started as a plugin (go-plugin put the magic cookie in its environment), so a
 // program that merely imports the SDK, such as the agent, keeps its stdout.
 func init() {
-	if os.Getenv(wire.Handshake.MagicCookieKey) == wire.Handshake.MagicCookieValue {
+	if startedByAgent {
 		handshakeOut = guardStdout()
 	}
 }
