@@ -28,6 +28,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // tempInfix separates the target's name from the random suffix of its temp files.
@@ -116,7 +117,7 @@ func write(path string, data []byte, perm fs.FileMode, exact bool) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("atomic write %s: %w", path, err)
 	}
-	if err := replace(tmp, path); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("atomic write %s: %w", path, err)
 	}
 	committed = true
@@ -138,7 +139,7 @@ func MkdirAll(dir string, perm fs.FileMode) error {
 		if fi.IsDir() {
 			return nil
 		}
-		return &fs.PathError{Op: "mkdir", Path: dir, Err: errNotDir}
+		return &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
 	}
 	if parent := filepath.Dir(dir); parent != dir {
 		if err := MkdirAll(parent, perm); err != nil {
