@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/proctree"
@@ -69,7 +70,7 @@ func spawn(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, 
 				tool = append(tool, t.Descendants(c)...)
 			}
 		}
-		_, _, sid, _ := ids(session.Process.Pid)
+		_, sid, _ := ids(session.Process.Pid)
 		if len(tool) == 3 && sid == session.Process.Pid && comm(session.Process.Pid) == "sleep" && allSleep(tool[1:]) {
 			break
 		}
@@ -81,7 +82,7 @@ func spawn(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, 
 
 	var lines strings.Builder
 	add := func(role string, pid int) error {
-		_, pgid, sid, err := ids(pid)
+		pgid, sid, err := ids(pid)
 		if err != nil {
 			return err
 		}
@@ -119,25 +120,15 @@ func spawn(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, 
 	return out.Fail("cancelled: " + ctx.Err().Error()), nil
 }
 
-// ids reads the parent, process group and session of pid from /proc/<pid>/stat.
-func ids(pid int) (ppid, pgid, sid int, err error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, 0, err
+// ids returns the process group and session of pid.
+func ids(pid int) (pgid, sid int, err error) {
+	if pgid, err = unix.Getpgid(pid); err != nil {
+		return 0, 0, err
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, 0, 0, errors.New("unreadable stat of " + strconv.Itoa(pid))
+	if sid, err = unix.Getsid(pid); err != nil {
+		return 0, 0, err
 	}
-	f := strings.Fields(s[i+1:]) // state ppid pgrp session ...
-	if len(f) < 4 {
-		return 0, 0, 0, errors.New("short stat of " + strconv.Itoa(pid))
-	}
-	ppid, _ = strconv.Atoi(f[1])
-	pgid, _ = strconv.Atoi(f[2])
-	sid, _ = strconv.Atoi(f[3])
-	return ppid, pgid, sid, nil
+	return pgid, sid, nil
 }
 
 func comm(pid int) string {
