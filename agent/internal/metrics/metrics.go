@@ -2,6 +2,12 @@
 // status, command latency, plugin restarts, queue depth and reconnects to the fleet
 // server. Every method works on a nil *Metrics and then does nothing, so the code that
 // counts never asks whether metrics are on.
+//
+// The package writes the Prometheus text format itself rather than using the Prometheus
+// client library: that library builds a global registry and runtime collectors when it
+// is loaded, a start-up cost every yuzu-agent command would pay although only the
+// fleet session with --metrics-listen ever serves metrics. Nothing here runs before
+// New, and the runtime and process series are read only when scraped.
 package metrics
 
 import (
@@ -9,11 +15,8 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/yuzugo/yuzu/agent/supervisor"
 )
@@ -22,58 +25,37 @@ import (
 // server naming arbitrary plugins must not create arbitrary label values.
 const OtherPlugin = "_unknown"
 
-// Metrics holds the agent's collectors in a registry of its own.
+// latencyBuckets are the upper bounds of the command latency histogram: from half a
+// millisecond (a cached read) to the ten-minute ceiling on a command's timeout.
+var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 600}
+
+// Metrics holds the agent's series.
 type Metrics struct {
-	reg        *prometheus.Registry
-	commands   *prometheus.CounterVec
-	latency    *prometheus.HistogramVec
-	restarts   *prometheus.CounterVec
-	queue      prometheus.Gauge
-	reconnects prometheus.Counter
-	connected  prometheus.Gauge
+	commands   *counterVec
+	latency    *histogramVec
+	restarts   *counterVec
+	queue      atomic.Int64
+	reconnects atomic.Uint64
+	connected  atomic.Int64
+	// started stands in for the process start time: New runs during the agent's
+	// start-up, and the series only has to change when the process is replaced.
+	started time.Time
 }
 
-// New returns the collectors, registered with the Go runtime and process collectors.
+// New returns empty series.
 func New() *Metrics {
-	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "yuzu_agent_commands_total",
-			Help: "Fleet commands answered, by plugin and final status (success, failure, timeout, rejected).",
-		}, []string{"plugin", "status"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "yuzu_agent_command_duration_seconds",
-			Help:    "Time a plugin took to run a fleet command, from dispatch to its result.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 600},
-		}, []string{"plugin"}),
-		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "yuzu_agent_plugin_restarts_total",
-			Help: "Plugin child restarts after a crash, a hang or a failed start.",
-		}, []string{"plugin"}),
-		queue: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "yuzu_agent_queue_depth",
-			Help: "Fleet commands accepted but not yet running (waiting for their stagger or delay, or for a plugin slot).",
-		}),
-		reconnects: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "yuzu_agent_reconnects_total",
-			Help: "Connection attempts to the fleet server after the first.",
-		}),
-		connected: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "yuzu_agent_connected",
-			Help: "1 while the agent holds a registered command stream to the fleet server.",
-		}),
+	return &Metrics{
+		commands: newCounterVec("yuzu_agent_commands_total",
+			"Fleet commands answered, by plugin and final status (success, failure, timeout, rejected).",
+			"plugin", "status"),
+		latency: newHistogramVec("yuzu_agent_command_duration_seconds",
+			"Time a plugin took to run a fleet command, from dispatch to its result.",
+			latencyBuckets, "plugin"),
+		restarts: newCounterVec("yuzu_agent_plugin_restarts_total",
+			"Plugin child restarts after a crash, a hang or a failed start.",
+			"plugin"),
+		started: time.Now(),
 	}
-	m.reg.MustRegister(m.commands, m.latency, m.restarts, m.queue, m.reconnects, m.connected,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return m
-}
-
-// Registry returns the registry the collectors are in.
-func (m *Metrics) Registry() *prometheus.Registry {
-	if m == nil {
-		return nil
-	}
-	return m.reg
 }
 
 // Command counts one answered command and, when it ran, its latency.
@@ -81,9 +63,9 @@ func (m *Metrics) Command(plugin, status string, ran time.Duration) {
 	if m == nil {
 		return
 	}
-	m.commands.WithLabelValues(plugin, status).Inc()
+	m.commands.add(labelValues{plugin, status}, 1)
 	if ran > 0 {
-		m.latency.WithLabelValues(plugin).Observe(ran.Seconds())
+		m.latency.observe(labelValues{plugin}, ran.Seconds())
 	}
 }
 
@@ -92,7 +74,7 @@ func (m *Metrics) QueueAdd(delta int) {
 	if m == nil {
 		return
 	}
-	m.queue.Add(float64(delta))
+	m.queue.Add(int64(delta))
 }
 
 // Reconnect counts one reconnection attempt.
@@ -100,7 +82,7 @@ func (m *Metrics) Reconnect() {
 	if m == nil {
 		return
 	}
-	m.reconnects.Inc()
+	m.reconnects.Add(1)
 }
 
 // Connected records whether the command stream is up.
@@ -109,9 +91,9 @@ func (m *Metrics) Connected(up bool) {
 		return
 	}
 	if up {
-		m.connected.Set(1)
+		m.connected.Store(1)
 	} else {
-		m.connected.Set(0)
+		m.connected.Store(0)
 	}
 }
 
@@ -123,19 +105,32 @@ func (m *Metrics) WatchPlugins(names []string, sub *supervisor.Subscription) {
 		return
 	}
 	for _, n := range names {
-		m.restarts.WithLabelValues(n)
+		m.restarts.add(labelValues{n}, 0)
 	}
 	for c := range sub.C {
 		if c.To == supervisor.StateStarting && (c.From == supervisor.StateBackoff || c.From == supervisor.StateFailed) {
-			m.restarts.WithLabelValues(c.Plugin).Inc()
+			m.restarts.add(labelValues{c.Plugin}, 1)
 		}
 	}
+}
+
+// contentType is the Prometheus text exposition format, version 0.0.4.
+const contentType = "text/plain; version=0.0.4; charset=utf-8"
+
+// ServeHTTP writes every series in the text exposition format. On a nil *Metrics the
+// page is empty.
+func (m *Metrics) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	body := m.appendText(nil)
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(body)
 }
 
 // Serve answers GET /metrics on l until ctx ends.
 func (m *Metrics) Serve(ctx context.Context, l net.Listener) error {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+	// The method in the pattern also admits HEAD and answers other methods 405.
+	mux.Handle("GET /metrics", m)
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 5 * time.Second,
