@@ -7,11 +7,25 @@
 // The record lives in its own directory (mode 0700) as numbered segment files (mode
 // 0600). Each flush writes the records gathered since the previous one as a new
 // segment through sdk/atomicfile, so a segment is either whole or absent; many callers
-// waiting at once share one write (group commit). When the segments hold far more
-// records than the live state needs, the live state is written as one new segment and
-// the older ones are removed. The directory must be a real directory owned by root or
-// the agent's user and writable by nobody else: whoever could write there could make
-// the agent replay forged answers.
+// waiting at once share one write (group commit).
+//
+// Only a terminal answer has to be on disk before anyone goes on: Finish returns once
+// its record is written, so an answer never leaves before the record that replays it.
+// A start record is not waited for either, but the writer is woken for it at once:
+// it is what keeps a command the agent was killed in from running again after the
+// restart, so its window stays one write long. A delivery record (MarkSent) rides with
+// the next flush, or goes on its own once it has waited lazyDelay (0.1 s), so a
+// command costs two writes rather than three; a crash in that moment loses it, and the
+// answer counts as unsent and is sent once more after the restart, which a fleet
+// server takes as a repeat of the same terminal answer.
+//
+// When the segments hold far more records than the live state needs, or there are
+// many more of them than the live state warrants, the live state is written as one new
+// segment and the older ones are removed. Both bounds grow with the live state, so
+// the cost of rewriting it is spread over a number of commands proportional to its
+// size. The directory must be a real directory owned by root or the agent's user and
+// writable by nobody else: whoever could write there could make the agent replay
+// forged answers.
 package journal
 
 import (
@@ -46,8 +60,13 @@ const (
 	// maxSegmentBytes bounds the read of one segment: MaxEntries full answers, base64
 	// encoded, fit.
 	maxSegmentBytes = 64 << 20
-	// maxSegments is how many segments may pile up before a compaction.
+	// maxSegments is how many segments may pile up before a compaction when the live
+	// state is small; segmentLimit raises it with the live state.
 	maxSegments = 128
+	// lazyDelay is how long a delivery record waits for a flush to ride with
+	// before it is written on its own. It bounds the moment a crash can lose such a
+	// record (see the package doc).
+	lazyDelay = 100 * time.Millisecond
 )
 
 // Entry is the outcome of one finished command.
@@ -83,9 +102,10 @@ const (
 
 // Journal is the durable record. Its methods are safe for concurrent use.
 type Journal struct {
-	dir  string
-	wake chan struct{}
-	done chan struct{} // closed when the writer has stopped
+	dir   string
+	delay time.Duration // lazyDelay; shorter or longer in tests
+	wake  chan struct{}
+	done  chan struct{} // closed when the writer has stopped
 
 	mu          sync.Mutex
 	entries     map[string]*Entry
@@ -94,14 +114,19 @@ type Journal struct {
 	interrupted []string
 	pending     []record
 	waiters     []chan error
+	due         bool        // the writer is to flush pending now
+	timer       *time.Timer // set while lazy records wait for lazyDelay
+	timerGen    uint64      // tells a stale timer from the one in timer
 	closed      bool
 	warnings    []string
 
-	// Owned by the writer goroutine (and by Open before it starts).
-	nextSeq  uint64
-	segments []uint64 // sequence numbers on disk, ascending
-	written  int      // records on disk
-	lastErr  error    // of the last flush; read by Close after done is closed
+	// Owned by the writer goroutine (and by Open before it starts); read by tests
+	// after the writer has stopped.
+	nextSeq     uint64
+	segments    []uint64 // sequence numbers on disk, ascending
+	written     int      // records on disk
+	compactions int      // compactions since Open, the one in Open included
+	lastErr     error    // of the last flush; read by Close after done is closed
 }
 
 // segmentPrefix and segmentSuffix frame a segment's name: seg-<16 hex digits>.jsonl.
@@ -132,7 +157,10 @@ func parseSegmentName(name string) (uint64, bool) {
 // starts its writer. Commands that had started but not finished when the agent last
 // stopped are reported by Interrupted. Damaged segments are skipped and reported by
 // Warnings; a directory that is not private to the agent is an error.
-func Open(dir string) (*Journal, error) {
+func Open(dir string) (*Journal, error) { return openWith(dir, lazyDelay) }
+
+// openWith is Open with the time delivery records may wait for a flush.
+func openWith(dir string, delay time.Duration) (*Journal, error) {
 	if err := atomicfile.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
@@ -148,6 +176,7 @@ func Open(dir string) (*Journal, error) {
 	}
 	j := &Journal{
 		dir:     dir,
+		delay:   delay,
 		entries: map[string]*Entry{},
 		started: map[string]bool{},
 		wake:    make(chan struct{}, 1),
@@ -314,8 +343,9 @@ func (j *Journal) Unsent() []Entry {
 // ErrClosed is returned by Finish after Close.
 var ErrClosed = errors.New("journal closed")
 
-// Started records that a command has started. It does not wait for the disk: a crash
-// in the next moment only loses the knowledge that the command was interrupted.
+// Started records that a command has started. It does not wait for the disk, but the
+// writer goes at once: a crash in the next moment only loses the knowledge that the
+// command was interrupted.
 func (j *Journal) Started(id string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -323,7 +353,7 @@ func (j *Journal) Started(id string) {
 		return
 	}
 	j.started[id] = true
-	j.queue(record{Op: opStart, ID: id})
+	j.queue(record{Op: opStart, ID: id}, true)
 }
 
 // Finish records a command's outcome and returns once it is on disk, so that an answer
@@ -346,7 +376,7 @@ func (j *Journal) Finish(e Entry) error {
 	e.Sent = false
 	delete(j.started, e.ID)
 	j.remember(&e)
-	j.queue(record{Op: opDone, ID: e.ID, At: e.At.UnixMilli(), Resp: e.Response, Replay: e.Replay})
+	j.queue(record{Op: opDone, ID: e.ID, At: e.At.UnixMilli(), Resp: e.Response, Replay: e.Replay}, true)
 	w := make(chan error, 1)
 	j.waiters = append(j.waiters, w)
 	j.mu.Unlock()
@@ -354,7 +384,8 @@ func (j *Journal) Finish(e Entry) error {
 }
 
 // MarkSent records that a command's answer has been handed to a connection. It does
-// not wait for the disk: after a crash the answer is sent once more, which a fleet
+// not wait for the disk, and its record rides with the next flush or is written within
+// lazyDelay: after a crash in that moment the answer is sent once more, which a fleet
 // server takes as a repeat of the same terminal answer.
 func (j *Journal) MarkSent(id string) {
 	j.mu.Lock()
@@ -366,37 +397,81 @@ func (j *Journal) MarkSent(id string) {
 		return
 	}
 	j.markSent(id)
-	j.queue(record{Op: opSent, ID: id})
+	j.queue(record{Op: opSent, ID: id}, false)
 }
 
-// queue adds a record for the writer; j.mu is held.
-func (j *Journal) queue(r record) {
+// queue adds a record for the writer; j.mu is held. A record that must not wait (now)
+// has the writer flush at once, taking every pending record along; the others wait
+// for that, or for the timer the first of them arms.
+func (j *Journal) queue(r record, now bool) {
 	j.pending = append(j.pending, r)
+	if now {
+		j.flushSoon()
+		return
+	}
+	if j.timer == nil {
+		gen := j.timerGen
+		j.timer = time.AfterFunc(j.delay, func() { j.expire(gen) })
+	}
+}
+
+// expire is the lazy timer's end: pending records have waited long enough.
+func (j *Journal) expire(gen uint64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	// A flush that began after this timer was armed took its records along.
+	if j.timer != nil && j.timerGen == gen {
+		j.flushSoon()
+	}
+}
+
+// flushSoon asks the writer to flush; j.mu is held.
+func (j *Journal) flushSoon() {
+	j.due = true
 	select {
 	case j.wake <- struct{}{}:
 	default:
 	}
 }
 
-// writer flushes pending records whenever there are any, one segment per flush. It
-// alone touches the segment bookkeeping (nextSeq, segments, written), so the lock is
-// held only to take the pending records and, for a compaction, to copy the state:
-// lookups and new records never wait for the disk.
+// take hands the pending records and their waiters to the writer and disarms the lazy
+// timer, whose records they include; j.mu is held.
+func (j *Journal) take() ([]record, []chan error) {
+	recs, waiters := j.pending, j.waiters
+	j.pending, j.waiters, j.due = nil, nil, false
+	if j.timer != nil {
+		j.timer.Stop()
+		j.timer = nil
+		j.timerGen++
+	}
+	return recs, waiters
+}
+
+// writer flushes pending records when asked, one segment per flush. It alone touches
+// the segment bookkeeping (nextSeq, segments, written), so the lock is held only to
+// take the pending records and, for a compaction, to copy the state: lookups and new
+// records never wait for the disk.
 func (j *Journal) writer() {
 	defer close(j.done)
 	for range j.wake {
 		j.mu.Lock()
-		recs, waiters, closed := j.pending, j.waiters, j.closed
-		j.pending, j.waiters = nil, nil
+		if !j.due && !j.closed {
+			j.mu.Unlock()
+			continue
+		}
+		recs, waiters := j.take()
+		closed := j.closed
 		j.mu.Unlock()
 		if len(recs) > 0 {
 			err := j.writeSegment(recs)
-			if err == nil && j.needCompaction() {
-				err = j.compact()
-			}
 			j.lastErr = err
+			// The waiters' records are on disk; a compaction only tidies up, so
+			// they need not wait for it.
 			for _, w := range waiters {
 				w <- err
+			}
+			if err == nil && j.needCompaction() {
+				j.lastErr = j.compact()
 			}
 		}
 		if closed {
@@ -405,13 +480,21 @@ func (j *Journal) writer() {
 	}
 }
 
-// needCompaction says the segments hold far more records than the live state.
+// needCompaction says the segments hold far more records than the live state, or are
+// more numerous than it warrants.
 func (j *Journal) needCompaction() bool {
 	j.mu.Lock()
 	live := len(j.entries) + len(j.started)
 	j.mu.Unlock()
-	return len(j.segments) > maxSegments || j.written > 4*live+MaxEntries/2
+	return len(j.segments) > segmentLimit(live) || j.written > 4*live+MaxEntries/2
 }
+
+// segmentLimit is how many segments may pile up over a live state of live commands.
+// A compaction rewrites the whole live state, so the limit grows with it: with a full
+// journal one comes about every 2,600 sequential commands (each a segment) rather than
+// every 128, and a concurrent load, which packs many records in a segment, reaches the
+// record bound first. Open reads every segment, which is what keeps the limit finite.
+func segmentLimit(live int) int { return maxSegments + live/4 }
 
 func (j *Journal) writeSegment(recs []record) error {
 	var buf bytes.Buffer
@@ -452,6 +535,7 @@ func (j *Journal) compact() error {
 		recs = append(recs, record{Op: opStart, ID: id})
 	}
 	j.mu.Unlock()
+	j.compactions++
 	old := j.segments
 	j.segments = nil
 	written := j.written
@@ -480,11 +564,8 @@ func (j *Journal) Close() error {
 		return nil
 	}
 	j.closed = true
+	j.flushSoon()
 	j.mu.Unlock()
-	select {
-	case j.wake <- struct{}{}:
-	default:
-	}
 	<-j.done
 	return j.lastErr
 }
