@@ -8,7 +8,6 @@ package definitions
 
 import (
 	"embed"
-	"io/fs"
 	"sync"
 
 	"github.com/yuzugo/yuzu/sdk/definition"
@@ -18,11 +17,7 @@ import (
 var embedded embed.FS
 
 var load = sync.OnceValues(func() ([]definition.Definition, error) {
-	sub, err := fs.Sub(embedded, "workflows")
-	if err != nil {
-		return nil, err
-	}
-	return definition.ParseFS(sub)
+	return definition.ParseFS(embedded, "workflows")
 })
 
 // Workflows returns the workflow definitions embedded in the binary, parsed once. The

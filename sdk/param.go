@@ -3,6 +3,7 @@ package sdk
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -80,7 +81,11 @@ type Parameter struct {
 	// name and {value} for the value as given.
 	Messages map[Rule]string
 
-	re *regexp.Regexp // Pattern compiled and anchored; set by compile
+	// re is Pattern compiled and anchored by Compile, and reFor the Pattern it was
+	// compiled from: a copy whose Pattern was changed afterwards must not be checked
+	// against the old expression.
+	re    *regexp.Regexp
+	reFor string
 }
 
 // ParamOption sets one property of a declared parameter.
@@ -129,68 +134,133 @@ func Message(rule Rule, text string) ParamOption {
 	}
 }
 
-// compile checks the declaration itself and compiles its pattern. It is called when the
-// action is registered, so a broken declaration is found by the first test run.
+// compile checks the declaration when the action is registered, so that a broken one
+// is found by the first test run, and compiles its pattern. Registration stops at the
+// first problem: one is enough to fail the test that finds it.
 func (p *Parameter) compile() error {
 	if p.Name == "" {
 		return errors.New("parameter with an empty name")
 	}
+	if problems := p.Compile(); len(problems) > 0 {
+		return fmt.Errorf("parameter %s: %s", p.Name, problems[0])
+	}
+	return nil
+}
+
+// ParamProblem is one thing wrong with a parameter declaration.
+type ParamProblem struct {
+	// Field names what is wrong as an InstructionDefinition spells it: "type",
+	// "minLength", "maxLength", "pattern", "minimum", "maximum", "enum", "enum[i]" for
+	// the i-th enum value, "default"; "clamped" and "messages" exist only in a
+	// declaration made in Go. It is "" for two rules that contradict each other, such
+	// as a minLength above the maxLength.
+	Field string
+	// Problem says what is wrong, without the parameter's name.
+	Problem string
+}
+
+// String returns "<field>: <problem>", or the problem alone when Field is "".
+func (pp ParamProblem) String() string {
+	if pp.Field == "" {
+		return pp.Problem
+	}
+	return pp.Field + ": " + pp.Problem
+}
+
+// Compile checks the declaration itself, not its name, and compiles its pattern, which
+// later Checks then use instead of compiling it on every call. It returns every
+// problem found, nil for a sound declaration. Rules that cannot apply to the type (a
+// pattern on an integer, a minimum on a string) are refused rather than ignored,
+// because whoever wrote them expected them to be enforced. The enum values and the
+// default must pass Check, but are looked at only once the other rules are sound, as a
+// broken rule would make every one of them fail for the same reason.
+//
+// The SDK compiles every parameter it registers, and package definition every
+// parameter it parses, so that a plugin's declarations and its definitions are held
+// to the same rules.
+func (p *Parameter) Compile() []ParamProblem {
+	var out []ParamProblem
+	bad := func(field, format string, args ...any) {
+		out = append(out, ParamProblem{Field: field, Problem: fmt.Sprintf(format, args...)})
+	}
+	p.re, p.reFor = nil, ""
 	if !p.Type.Valid() {
-		return fmt.Errorf("parameter %s: type %q is not string, int32, int64 or bool", p.Name, p.Type)
+		bad("type", "must be string, int32, int64 or bool, got %q", p.Type)
+		return out // every other rule depends on the type
 	}
 	isString := p.Type == TypeString
 	isInt := p.Type == TypeInt32 || p.Type == TypeInt64
-	if !isString && (p.MinLength != nil || p.MaxLength != nil || p.Pattern != "") {
-		return fmt.Errorf("parameter %s: minLength, maxLength and pattern apply only to strings", p.Name)
-	}
-	if !isInt && (p.Minimum != nil || p.Maximum != nil || p.Clamped) {
-		return fmt.Errorf("parameter %s: minimum, maximum and clamping apply only to integers", p.Name)
-	}
-	if p.MinLength != nil && p.MaxLength != nil && *p.MinLength > *p.MaxLength {
-		return fmt.Errorf("parameter %s: minLength %d is greater than maxLength %d", p.Name, *p.MinLength, *p.MaxLength)
-	}
-	if p.Minimum != nil && p.Maximum != nil && *p.Minimum > *p.Maximum {
-		return fmt.Errorf("parameter %s: minimum %d is greater than maximum %d", p.Name, *p.Minimum, *p.Maximum)
-	}
-	if (p.MinLength != nil && *p.MinLength < 0) || (p.MaxLength != nil && *p.MaxLength < 0) {
-		return fmt.Errorf("parameter %s: negative length bound", p.Name)
-	}
-	if isInt {
-		lo, hi := intRange(p.Type)
-		for _, b := range []*int64{p.Minimum, p.Maximum} {
-			if b != nil && (*b < lo || *b > hi) {
-				return fmt.Errorf("parameter %s: bound %d is out of range for %s", p.Name, *b, p.Type)
-			}
+
+	for _, l := range []struct {
+		field string
+		val   *int
+	}{{"minLength", p.MinLength}, {"maxLength", p.MaxLength}} {
+		switch {
+		case l.val == nil:
+		case !isString:
+			bad(l.field, "applies only to string parameters, not %s", p.Type)
+		case *l.val < 0:
+			bad(l.field, "must not be negative, got %d", *l.val)
 		}
+	}
+	if isString && p.MinLength != nil && p.MaxLength != nil && *p.MinLength > *p.MaxLength {
+		bad("", "minLength %d is greater than maxLength %d", *p.MinLength, *p.MaxLength)
 	}
 	if p.Pattern != "" {
-		re, err := CompileAnchored(p.Pattern)
-		if err != nil {
-			return fmt.Errorf("parameter %s: pattern: %w", p.Name, err)
+		if !isString {
+			bad("pattern", "applies only to string parameters, not %s", p.Type)
+		} else if re, err := CompileAnchored(p.Pattern); err != nil {
+			bad("pattern", "%v", err)
+		} else {
+			p.re, p.reFor = re, p.Pattern
 		}
-		p.re = re
 	}
-	for rule := range p.Messages {
+
+	lo, hi := intRange(p.Type)
+	for _, b := range []struct {
+		field string
+		val   *int64
+	}{{"minimum", p.Minimum}, {"maximum", p.Maximum}} {
+		switch {
+		case b.val == nil:
+		case !isInt:
+			bad(b.field, "applies only to int32 and int64 parameters, not %s", p.Type)
+		case *b.val < lo || *b.val > hi:
+			bad(b.field, "%d is out of range for %s", *b.val, p.Type)
+		}
+	}
+	if p.Clamped && !isInt {
+		bad("clamped", "applies only to int32 and int64 parameters, not %s", p.Type)
+	}
+	if isInt && p.Minimum != nil && p.Maximum != nil && *p.Minimum > *p.Maximum {
+		bad("", "minimum %d is greater than maximum %d", *p.Minimum, *p.Maximum)
+	}
+	for _, rule := range slices.Sorted(maps.Keys(p.Messages)) {
 		if !slices.Contains(allRules, rule) {
-			return fmt.Errorf("parameter %s: message for unknown rule %q", p.Name, rule)
+			bad("messages", "unknown rule %q", rule)
 		}
 	}
-	if p.Enum != nil {
-		if len(p.Enum) == 0 {
-			return fmt.Errorf("parameter %s: an empty enum allows no value", p.Name)
-		}
-		for _, e := range p.Enum {
-			if _, problem := p.Check(e); problem != "" {
-				return fmt.Errorf("parameter %s: enum value %q: %s", p.Name, e, problem)
-			}
+	if len(out) > 0 {
+		return out
+	}
+
+	if p.Enum != nil && len(p.Enum) == 0 {
+		bad("enum", "an empty enum allows no value")
+	}
+	for i, e := range p.Enum {
+		// An enum value the other rules refuse could never be sent.
+		if _, problem := p.Check(e); problem != "" {
+			bad(fmt.Sprintf("enum[%d]", i), "%s", problem)
+		} else if slices.Contains(p.Enum[:i], e) {
+			bad(fmt.Sprintf("enum[%d]", i), "%q listed twice", e)
 		}
 	}
 	if p.Default != nil {
 		if _, problem := p.Check(*p.Default); problem != "" {
-			return fmt.Errorf("parameter %s: default %q: %s", p.Name, *p.Default, problem)
+			bad("default", "%s", problem)
 		}
 	}
-	return nil
+	return out
 }
 
 var allRules = []Rule{RuleRequired, RuleType, RuleMinLength, RuleMaxLength, RulePattern, RuleEnum, RuleMinimum, RuleMaximum}
@@ -232,7 +302,10 @@ func (p *Parameter) Check(v string) (Rule, string) {
 		}
 		if p.Pattern != "" {
 			re := p.re
-			if re == nil { // a Parameter built by hand, not registered
+			if re == nil || p.reFor != p.Pattern {
+				// Not compiled (a Parameter built by hand, such as one in a Definition
+				// written as a literal) or compiled from another Pattern: checking it
+				// anyway keeps the rule, at the price of compiling it each time.
 				var err error
 				if re, err = CompileAnchored(p.Pattern); err != nil {
 					return RulePattern, "the declared pattern is invalid: " + err.Error()
@@ -287,20 +360,28 @@ func (p *Parameter) message(rule Rule, problem, value string) string {
 	return "parameter " + p.Name + ": " + problem
 }
 
+// CheckGiven checks the value params gives for p, the one rule Check leaves out
+// included: it returns RuleRequired and "required" when p is required and the value
+// is absent or empty, then whatever Check finds in a value that is present, or "", ""
+// when there is nothing to refuse (an absent optional parameter is not checked).
+func (p *Parameter) CheckGiven(params map[string]string) (Rule, string) {
+	v, present := params[p.Name]
+	if p.Required && v == "" {
+		return RuleRequired, "required"
+	}
+	if !present {
+		return "", ""
+	}
+	return p.Check(v)
+}
+
 // checkParams checks the declared parameters in declaration order and returns the
 // error text of the first one that fails, or "".
 func checkParams(decl []Parameter, m map[string]string) string {
 	for i := range decl {
 		p := &decl[i]
-		v, present := m[p.Name]
-		if p.Required && v == "" {
-			return p.message(RuleRequired, "required", v)
-		}
-		if !present {
-			continue
-		}
-		if rule, problem := p.Check(v); rule != "" {
-			return p.message(rule, problem, v)
+		if rule, problem := p.CheckGiven(m); rule != "" {
+			return p.message(rule, problem, m[p.Name])
 		}
 	}
 	return ""

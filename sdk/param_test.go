@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -12,18 +13,22 @@ func TestBrokenDeclarationsPanic(t *testing.T) {
 		opt  ActionOption
 		want string
 	}{
-		{"unknown type", Param("x", Type("float"), ""), `type "float"`},
-		{"pattern on an int", Param("x", TypeInt32, "", Pattern("[0-9]+")), "apply only to strings"},
-		{"minimum on a string", Param("x", TypeString, "", Minimum(1)), "apply only to integers"},
-		{"clamped string", Param("x", TypeString, "", Clamped()), "apply only to integers"},
-		{"bad pattern", Param("x", TypeString, "", Pattern("(")), "pattern"},
-		{"min over max", Param("x", TypeInt32, "", Minimum(5), Maximum(1)), "greater than maximum"},
-		{"minLength over maxLength", Param("x", TypeString, "", MinLength(5), MaxLength(1)), "greater than maxLength"},
-		{"bound out of int32", Param("x", TypeInt32, "", Maximum(1<<40)), "out of range for int32"},
-		{"default breaks a rule", Param("x", TypeInt32, "", Default("0"), Minimum(1)), `default "0"`},
-		{"enum value breaks a rule", Param("x", TypeString, "", MaxLength(2), Enum("abc")), `enum value "abc"`},
-		{"empty enum", Param("x", TypeString, "", Enum()), "empty enum"},
-		{"message for no rule", Param("x", TypeString, "", Message("size", "t")), `unknown rule "size"`},
+		{"unknown type", Param("x", Type("float"), ""), `parameter x: type: must be string, int32, int64 or bool, got "float"`},
+		{"empty name", Param("", TypeString, ""), "parameter with an empty name"},
+		{"pattern on an int", Param("x", TypeInt32, "", Pattern("[0-9]+")), "parameter x: pattern: applies only to string parameters, not int32"},
+		{"maxLength on a bool", Param("x", TypeBool, "", MaxLength(5)), "parameter x: maxLength: applies only to string parameters, not bool"},
+		{"minimum on a string", Param("x", TypeString, "", Minimum(1)), "parameter x: minimum: applies only to int32 and int64 parameters, not string"},
+		{"clamped string", Param("x", TypeString, "", Clamped()), "parameter x: clamped: applies only to int32 and int64 parameters, not string"},
+		{"bad pattern", Param("x", TypeString, "", Pattern("(")), "parameter x: pattern: error parsing regexp: missing closing ): `(`"},
+		{"min over max", Param("x", TypeInt32, "", Minimum(5), Maximum(1)), "parameter x: minimum 5 is greater than maximum 1"},
+		{"minLength over maxLength", Param("x", TypeString, "", MinLength(5), MaxLength(1)), "parameter x: minLength 5 is greater than maxLength 1"},
+		{"negative length", Param("x", TypeString, "", MaxLength(-1)), "parameter x: maxLength: must not be negative, got -1"},
+		{"bound out of int32", Param("x", TypeInt32, "", Maximum(1<<40)), "parameter x: maximum: 1099511627776 is out of range for int32"},
+		{"default breaks a rule", Param("x", TypeInt32, "", Default("0"), Minimum(1)), "parameter x: default: 0 is below minimum 1"},
+		{"enum value breaks a rule", Param("x", TypeString, "", MaxLength(2), Enum("abc")), "parameter x: enum[0]: exceeds maxLength 2 (3 bytes)"},
+		{"enum value twice", Param("x", TypeString, "", Enum("a", "b", "a")), `parameter x: enum[2]: "a" listed twice`},
+		{"empty enum", Param("x", TypeString, "", Enum()), "parameter x: enum: an empty enum allows no value"},
+		{"message for no rule", Param("x", TypeString, "", Message("size", "t")), `parameter x: messages: unknown rule "size"`},
 		{"bad column type", Row("r", "n:float"), "name or name:type"},
 		{"empty row kind", Row(""), "empty or declared twice"},
 	}
@@ -44,6 +49,70 @@ func TestBrokenDeclarationsPanic(t *testing.T) {
 		}
 	}()
 	New("p", "1", "").Handle("a", nop, Param("x", TypeString, ""), Param("x", TypeString, ""))
+}
+
+// Compile reports every problem, keyed by the field a definition would name, and
+// leaves the enum values and the default alone until the rules they are checked
+// against are sound.
+func TestCompileListsEveryProblem(t *testing.T) {
+	five, one := 5, 1
+	var minimum int64 = 1
+	def := "q"
+	p := Parameter{Name: "x", Type: TypeString, MinLength: &five, MaxLength: &one, Pattern: "(",
+		Minimum: &minimum, Clamped: true, Messages: map[Rule]string{"size": "t", RuleEnum: "t"},
+		Enum: []string{"zz"}, Default: &def}
+	want := []ParamProblem{
+		{"", "minLength 5 is greater than maxLength 1"},
+		{"pattern", "error parsing regexp: missing closing ): `(`"},
+		{"minimum", "applies only to int32 and int64 parameters, not string"},
+		{"clamped", "applies only to int32 and int64 parameters, not string"},
+		{"messages", `unknown rule "size"`},
+	}
+	if got := p.Compile(); !slices.Equal(got, want) {
+		t.Errorf("Compile() =\n%q\nwant\n%q", got, want)
+	}
+
+	def = "7"
+	p = Parameter{Name: "x", Type: TypeInt32, Minimum: &minimum, Enum: []string{"1", "0", "1"}, Default: &def}
+	want = []ParamProblem{
+		{"enum[1]", "0 is below minimum 1"},
+		{"enum[2]", `"1" listed twice`},
+		{"default", `must be one of 1, 0, 1 (got "7")`},
+	}
+	if got := p.Compile(); !slices.Equal(got, want) {
+		t.Errorf("Compile() =\n%q\nwant\n%q", got, want)
+	}
+	if got := (ParamProblem{"enum[1]", "x"}).String() + "|" + (ParamProblem{"", "y"}).String(); got != "enum[1]: x|y" {
+		t.Errorf("String() = %q", got)
+	}
+
+	p = Parameter{Name: "x", Type: TypeBool, Default: &def}
+	if got := p.Compile(); !slices.Equal(got, []ParamProblem{{"default", `must be true or false (got "7")`}}) {
+		t.Errorf("Compile() of a bool with default 7 = %q", got)
+	}
+}
+
+// A compiled pattern is kept for Check, and dropped as soon as Pattern no longer says
+// what it was compiled from.
+func TestCompiledPatternFollowsPattern(t *testing.T) {
+	p := Parameter{Name: "x", Type: TypeString, Pattern: "a+"}
+	if problems := p.Compile(); problems != nil || p.re == nil || p.reFor != "a+" {
+		t.Fatalf("Compile() = %q, re %v for %q; want no problem and a+ compiled", problems, p.re, p.reFor)
+	}
+	if rule, _ := p.Check("aa"); rule != "" {
+		t.Errorf("Check(aa) against a+ = %q", rule)
+	}
+	if rule, problem := p.Check("aab"); rule != RulePattern || problem != "does not match pattern a+" {
+		t.Errorf("Check(aab) against a+ = %q, %q; the pattern must match the whole value", rule, problem)
+	}
+	p.Pattern = "b+"
+	if rule, _ := p.Check("bb"); rule != "" {
+		t.Errorf("Check(bb) after Pattern became b+ = %q; the old expression was used", rule)
+	}
+	p.Pattern = "("
+	if problems := p.Compile(); len(problems) != 1 || p.re != nil {
+		t.Errorf("Compile() of ( = %q, re %v; want one problem and no regexp kept", problems, p.re)
+	}
 }
 
 func TestColumnsFollowRowsUnlessSet(t *testing.T) {

@@ -186,7 +186,8 @@ func (p *Plugin) Handle(name string, h Handler, opts ...ActionOption) {
 }
 
 // Definitions ships the InstructionDefinitions in fsys with the plugin: every *.yaml
-// file at its root, in name order. Embed them with go:embed:
+// file in directory dir of fsys, in name order, as ReadDefinitionFiles reads them.
+// Embed them with go:embed:
 //
 //	//go:embed definitions/*.yaml
 //	var definitions embed.FS
@@ -197,21 +198,34 @@ func (p *Plugin) Handle(name string, h Handler, opts ...ActionOption) {
 // reads them from the running plugin, so a plugin and its definitions always ship and
 // version together. Reading them panics on error: an embedded file system cannot fail.
 func (p *Plugin) Definitions(fsys fs.FS, dir string) {
+	files, err := ReadDefinitionFiles(fsys, dir)
+	if err != nil {
+		panic("sdk: " + err.Error())
+	}
+	p.definitions = append(p.definitions, files...)
+}
+
+// ReadDefinitionFiles reads every *.yaml file in directory dir of fsys ("." for the
+// root), in name order, each named by its base name. Finding none is an error: a
+// plugin or a tool pointed at a directory of definitions expects some there.
+func ReadDefinitionFiles(fsys fs.FS, dir string) ([]DefinitionFile, error) {
 	names, err := fs.Glob(fsys, path.Join(dir, "*.yaml"))
 	if err != nil {
-		panic("sdk: definitions: " + err.Error())
+		return nil, fmt.Errorf("definitions: %w", err)
 	}
 	if len(names) == 0 {
-		panic(fmt.Sprintf("sdk: definitions: no *.yaml files in %q", dir))
+		return nil, fmt.Errorf("definitions: no *.yaml files in %q", dir)
 	}
 	slices.Sort(names)
+	files := make([]DefinitionFile, 0, len(names))
 	for _, n := range names {
 		data, err := fs.ReadFile(fsys, n)
 		if err != nil {
-			panic("sdk: definitions: " + err.Error())
+			return nil, fmt.Errorf("definitions: %w", err)
 		}
-		p.definitions = append(p.definitions, DefinitionFile{Name: path.Base(n), Content: data})
+		files = append(files, DefinitionFile{Name: path.Base(n), Content: data})
 	}
+	return files, nil
 }
 
 // OnConfigure sets a function called when the agent configures the plugin, before

@@ -33,43 +33,54 @@ func (d *Disagreement) Error() string {
 
 // CheckAgreement compares the definitions a plugin ships with what the plugin declares
 // (its actions, their parameters, columns and per-OS support) and returns every
-// disagreement, in definition order; nil means they agree. Both ways: a definition
-// naming a parameter the action does not declare is a problem, and so is a declared
-// parameter the definition leaves out. Every action must have a definition, and every
-// definition must run this plugin.
-//
-// Platforms agree when a definition lists exactly the operating systems on which the
-// action is supported or constrained.
+// disagreement, in definition order; nil means they agree. Each definition is held to
+// CheckDefinition, and every action must have a definition.
 func CheckAgreement(plugin string, actions []sdk.Action, defs []Definition) []*Disagreement {
 	var out []*Disagreement
 	covered := map[string]bool{}
 	for _, d := range defs {
-		bad := func(field, format string, args ...any) {
-			out = append(out, &Disagreement{Definition: d.ID, Field: field, Problem: fmt.Sprintf(format, args...)})
-		}
-		if d.Plugin != plugin {
-			bad("spec.execution.plugin", "runs plugin %q, but it ships with plugin %q", d.Plugin, plugin)
-			continue
-		}
-		a, ok := findAction(actions, d.Action)
-		if !ok {
-			bad("spec.execution.action", "plugin %s has no action %q", plugin, d.Action)
-			continue
-		}
-		covered[a.Name] = true
-		checkParams(d, a, false, bad)
-		if !slices.Equal(d.Columns, a.Columns) {
-			bad("spec.result.columns", "definition says %s, plugin declares %s", columnList(d.Columns), columnList(a.Columns))
-		}
-		want := availablePlatforms(a)
-		if got := sortedPlatforms(d.Platforms); !slices.Equal(got, want) {
-			bad("spec.platforms", "definition says [%s], plugin supports %s on [%s]", strings.Join(got, ", "), a.Name, strings.Join(want, ", "))
+		out = append(out, CheckDefinition(plugin, actions, d)...)
+		if d.Plugin == plugin {
+			covered[d.Action] = true
 		}
 	}
 	for _, a := range actions {
 		if !covered[a.Name] {
 			out = append(out, &Disagreement{Field: "action " + a.Name, Problem: "no definition runs it"})
 		}
+	}
+	return out
+}
+
+// CheckDefinition compares one definition with the plugin it ships with and returns
+// every disagreement; nil means they agree. The definition must run this plugin and one
+// of its actions. Their parameters must agree both ways: a definition naming a
+// parameter the action does not declare is a problem, and so is a declared parameter
+// the definition leaves out. Platforms agree when the definition lists exactly the
+// operating systems on which the action is supported or constrained. Unlike
+// CheckAgreement, it says nothing of the plugin's other actions, which is what
+// `exec DEFINITION-ID` needs before it runs that one definition.
+func CheckDefinition(plugin string, actions []sdk.Action, d Definition) []*Disagreement {
+	var out []*Disagreement
+	bad := func(field, format string, args ...any) {
+		out = append(out, &Disagreement{Definition: d.ID, Field: field, Problem: fmt.Sprintf(format, args...)})
+	}
+	if d.Plugin != plugin {
+		bad("spec.execution.plugin", "runs plugin %q, but it ships with plugin %q", d.Plugin, plugin)
+		return out
+	}
+	a, ok := findAction(actions, d.Action)
+	if !ok {
+		bad("spec.execution.action", "plugin %s has no action %q", plugin, d.Action)
+		return out
+	}
+	checkParams(d, a, false, bad)
+	if !slices.Equal(d.Columns, a.Columns) {
+		bad("spec.result.columns", "definition says %s, plugin declares %s", columnList(d.Columns), columnList(a.Columns))
+	}
+	want := availablePlatforms(a)
+	if got := sortedPlatforms(d.Platforms); !slices.Equal(got, want) {
+		bad("spec.platforms", "definition says [%s], plugin supports %s on [%s]", strings.Join(got, ", "), a.Name, strings.Join(want, ", "))
 	}
 	return out
 }

@@ -84,6 +84,37 @@ func TestCheckAgreement(t *testing.T) {
 	}
 }
 
+// CheckDefinition holds one definition to the plugin and, unlike CheckAgreement, says
+// nothing of the plugin's other actions: exec DEFINITION-ID checks only the definition
+// it runs.
+func TestCheckDefinition(t *testing.T) {
+	p := samplePlugin()
+	p.Handle("extra", nop, sdk.Supported(sdk.OSSupport{Level: sdk.SupportSupported}))
+	check := func(yaml, plugin string) string {
+		t.Helper()
+		defs, err := Parse("sample.yaml", []byte(yaml))
+		if err != nil {
+			t.Fatalf("Parse: %v", err)
+		}
+		var out []string
+		for _, d := range CheckDefinition(plugin, p.Actions(), defs[0]) {
+			out = append(out, d.Error())
+		}
+		return strings.Join(out, "\n")
+	}
+	if got := check(sampleYAML, p.Name); got != "" {
+		t.Errorf("the sample agrees with its action; the uncovered action is not its business, got:\n%s", got)
+	}
+	if got, want := check(strings.Replace(sampleYAML, "maxLength: 8", "maxLength: 9", 1), p.Name),
+		"test.sample.run: spec.parameters.name.maxLength: definition says 9, plugin declares 8"; got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	if got, want := check(sampleYAML, "other"),
+		`test.sample.run: spec.execution.plugin: runs plugin "sample", but it ships with plugin "other"`; got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 func TestCheckWorkflow(t *testing.T) {
 	actions := samplePlugin().Actions()
 	wf := func(yaml string) string {

@@ -43,24 +43,13 @@ func ParseFiles(files []sdk.DefinitionFile) ([]Definition, error) {
 	return all, nil
 }
 
-// ParseFS parses every *.yaml file at the root of fsys, in name order, with ParseFiles.
+// ParseFS parses every *.yaml file in directory dir of fsys ("." for the root), in name
+// order, with ParseFiles: the files sdk.Plugin.Definitions would ship from there.
 // Tests and tools use it to read definitions from a directory.
-func ParseFS(fsys fs.FS) ([]Definition, error) {
-	names, err := fs.Glob(fsys, "*.yaml")
+func ParseFS(fsys fs.FS, dir string) ([]Definition, error) {
+	files, err := sdk.ReadDefinitionFiles(fsys, dir)
 	if err != nil {
 		return nil, err
-	}
-	if len(names) == 0 {
-		return nil, errors.New("definitions: no *.yaml files")
-	}
-	slices.Sort(names)
-	files := make([]sdk.DefinitionFile, 0, len(names))
-	for _, name := range names {
-		data, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, sdk.DefinitionFile{Name: name, Content: data})
 	}
 	return ParseFiles(files)
 }

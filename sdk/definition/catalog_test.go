@@ -8,7 +8,7 @@ import (
 // loadFixture parses testdata/tags.yaml, a frozen copy of a real plugin's definitions.
 func loadFixture(t testing.TB) *Catalog {
 	t.Helper()
-	defs, err := ParseFS(os.DirFS("testdata"))
+	defs, err := ParseFS(os.DirFS("testdata"), ".")
 	if err != nil {
 		t.Fatalf("ParseFS(testdata): %v", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -374,9 +373,9 @@ func buildParameters(rp *rawParameters) ([]Parameter, []error) {
 	return params, errs
 }
 
-// buildParameter checks one property. Rules that cannot apply to the type (a
-// pattern on an integer, a minimum on a string) are refused rather than ignored,
-// because whoever wrote them expected them to be enforced.
+// buildParameter checks one property: its name here, its rules with the code that
+// checks a plugin's own declarations (sdk.Parameter.Compile), which also compiles its
+// pattern once for every later Validate.
 func buildParameter(name string, rp rawProperty, required bool) (Parameter, []error) {
 	field := "spec.parameters.properties." + name
 	var errs []error
@@ -400,94 +399,32 @@ func buildParameter(name string, rp rawProperty, required bool) (Parameter, []er
 		Minimum:     v.Minimum,
 		Maximum:     v.Maximum,
 	}
-
-	if !isValueType(rp.Type) {
-		bad(".type", "must be string, int32, int64 or bool, got %q", rp.Type)
-		return p, errs // the remaining rules depend on the type
-	}
-	isString := sdk.Type(rp.Type) == TypeString
-	isInt := sdk.Type(rp.Type) == TypeInt32 || sdk.Type(rp.Type) == TypeInt64
-
-	for _, l := range []struct {
-		key string
-		val *int
-	}{{"minLength", v.MinLength}, {"maxLength", v.MaxLength}} {
-		switch {
-		case l.val == nil:
-		case !isString:
-			bad(".validation."+l.key, "applies only to string parameters, not %s", rp.Type)
-		case *l.val < 0:
-			bad(".validation."+l.key, "must not be negative, got %d", *l.val)
-		}
-	}
-	if isString && v.MinLength != nil && v.MaxLength != nil && *v.MinLength > *v.MaxLength {
-		bad(".validation", "minLength %d is greater than maxLength %d", *v.MinLength, *v.MaxLength)
-	}
-
-	if v.Pattern != "" {
-		if !isString {
-			bad(".validation.pattern", "applies only to string parameters, not %s", rp.Type)
-		} else if _, err := sdk.CompileAnchored(v.Pattern); err != nil {
-			bad(".validation.pattern", "%v", err)
-		}
-	}
-
-	lo, hi := typeRange(rp.Type)
-	for _, b := range []struct {
-		key string
-		val *int64
-	}{{"minimum", v.Minimum}, {"maximum", v.Maximum}} {
-		switch {
-		case b.val == nil:
-		case !isInt:
-			bad(".validation."+b.key, "applies only to int32 and int64 parameters, not %s", rp.Type)
-		case *b.val < lo || *b.val > hi:
-			bad(".validation."+b.key, "%d is out of range for %s", *b.val, rp.Type)
-		}
-	}
-	if isInt && v.Minimum != nil && v.Maximum != nil && *v.Minimum > *v.Maximum {
-		bad(".validation", "minimum %d is greater than maximum %d", *v.Minimum, *v.Maximum)
-	}
-	if len(errs) > 0 {
-		// Enum and default are checked against the rules above; broken rules would
-		// only add noise.
-		return p, errs
-	}
-
-	if v.Enum != nil && len(v.Enum) == 0 {
-		bad(".validation.enum", "an empty enum allows no value")
-	}
-	for i, e := range v.Enum {
-		// An enum value the other rules refuse could never be sent.
-		if _, problem := p.Check(e); problem != "" {
-			bad(fmt.Sprintf(".validation.enum[%d]", i), "%s", problem)
-		} else if slices.Contains(v.Enum[:i], e) {
-			bad(fmt.Sprintf(".validation.enum[%d]", i), "%q listed twice", e)
-		}
-	}
-
 	switch d := rp.Default; {
 	case d.Kind == 0 || (d.Kind == yaml.ScalarNode && d.Tag == "!!null"):
 		// no default
 	case d.Kind != yaml.ScalarNode:
 		bad(".default", "must be a single value, not a list or map")
 	default:
-		if _, problem := p.Check(d.Value); problem != "" {
-			bad(".default", "%s", problem)
-		} else {
-			val := d.Value
-			p.Default = &val
-		}
+		val := d.Value
+		p.Default = &val
+	}
+	for _, pp := range p.Compile() {
+		bad(propertyPath(pp.Field), "%s", pp.Problem)
 	}
 	return p, errs
 }
 
-func isValueType(t string) bool { return sdk.Type(t).Valid() }
-
-// typeRange gives the inclusive range of an integer type.
-func typeRange(t string) (lo, hi int64) {
-	if sdk.Type(t) == TypeInt32 {
-		return math.MinInt32, math.MaxInt32
+// propertyPath gives where, under a property, the YAML states what a
+// sdk.ParamProblem names: the type and the default beside the validation rules, a
+// conflict between two rules on validation itself.
+func propertyPath(field string) string {
+	switch field {
+	case "type", "default":
+		return "." + field
+	case "":
+		return ".validation"
 	}
-	return math.MinInt64, math.MaxInt64
+	return ".validation." + field
 }
+
+func isValueType(t string) bool { return sdk.Type(t).Valid() }

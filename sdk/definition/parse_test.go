@@ -225,24 +225,31 @@ func TestParseFS(t *testing.T) {
 	cases := []struct {
 		name string
 		fsys fstest.MapFS
+		dir  string
 		want string // error text; "" means success
 		ids  string
 	}{
-		{"two files", fstest.MapFS{"b.yaml": {Data: []byte(other)}, "a.yaml": {Data: []byte(sampleYAML)}, "notes.txt": {Data: []byte("x")}}, "",
+		{"two files", fstest.MapFS{"b.yaml": {Data: []byte(other)}, "a.yaml": {Data: []byte(sampleYAML)}, "notes.txt": {Data: []byte("x")}}, ".", "",
 			"test.sample.other,test.sample.run"},
-		{"id in two files", fstest.MapFS{"a.yaml": {Data: []byte(sampleYAML)}, "b.yaml": {Data: []byte(sampleYAML)}},
+		{"id in two files", fstest.MapFS{"a.yaml": {Data: []byte(sampleYAML)}, "b.yaml": {Data: []byte(sampleYAML)}}, ".",
 			"b.yaml: document 1 (test.sample.run): metadata.id: duplicate id, first defined in a.yaml: document 1", ""},
-		{"one bad file", fstest.MapFS{"a.yaml": {Data: []byte(sampleYAML)}, "b.yaml": {Data: []byte("kind: [\n")}},
+		{"one bad file", fstest.MapFS{"a.yaml": {Data: []byte(sampleYAML)}, "b.yaml": {Data: []byte("kind: [\n")}}, ".",
 			"b.yaml: document 1: yaml: line", ""},
-		{"no yaml", fstest.MapFS{"a.yml": {Data: []byte(sampleYAML)}}, "definitions: no *.yaml files", ""},
-		{"yaml name is a directory", fstest.MapFS{"a.yaml/x": {Data: []byte("x")}}, "a.yaml", ""},
+		{"no yaml", fstest.MapFS{"a.yml": {Data: []byte(sampleYAML)}}, ".", `definitions: no *.yaml files in "."`, ""},
+		{"yaml name is a directory", fstest.MapFS{"a.yaml/x": {Data: []byte("x")}}, ".", "a.yaml", ""},
+		// Only the directory named is read, and its files are named without it.
+		{"subdirectory", fstest.MapFS{"defs/b.yaml": {Data: []byte(other)}, "defs/a.yaml": {Data: []byte(sampleYAML)}, "top.yaml": {Data: []byte("kind: [\n")}},
+			"defs", "", "test.sample.other,test.sample.run"},
+		{"subdirectory names files by base name", fstest.MapFS{"defs/a.yaml": {Data: []byte(sampleYAML)}, "defs/b.yaml": {Data: []byte(sampleYAML)}}, "defs",
+			"b.yaml: document 1 (test.sample.run): metadata.id: duplicate id, first defined in a.yaml: document 1", ""},
+		{"no yaml in the subdirectory", fstest.MapFS{"a.yaml": {Data: []byte(sampleYAML)}}, "defs", `definitions: no *.yaml files in "defs"`, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			defs, err := ParseFS(c.fsys)
+			defs, err := ParseFS(c.fsys, c.dir)
 			if c.want != "" {
-				if err == nil || !strings.Contains(err.Error(), c.want) {
-					t.Fatalf("ParseFS error = %v, want it to contain %q", err, c.want)
+				if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "defs/") {
+					t.Fatalf("ParseFS error = %v, want it to contain %q and no directory in file names", err, c.want)
 				}
 				return
 			}

@@ -94,15 +94,6 @@ func (d Definition) checkOne(name string, params map[string]string) string {
 	if !declared {
 		return "unknown parameter for " + d.ID
 	}
-	v, present := params[name]
-	if p.Required && v == "" {
-		return "required"
-	}
-	if !present {
-		return ""
-	}
-	if _, problem := p.Check(v); problem != "" {
-		return problem
-	}
-	return ""
+	_, problem := p.CheckGiven(params)
+	return problem
 }

@@ -258,3 +258,42 @@ func TestValidateHandBuilt(t *testing.T) {
 		}
 	}
 }
+
+// Parse compiles each pattern once (sdk.Parameter.Compile): checking a value against a
+// parsed parameter must cost far less than against the same rules written by hand,
+// which Check can only obey by compiling the pattern on every call.
+func TestParsedPatternIsCompiledOnce(t *testing.T) {
+	key, ok := mustLookup(t, "device.tags.set").Param("key")
+	if !ok || key.Pattern == "" {
+		t.Fatalf("device.tags.set key = %+v; the test needs its pattern", key)
+	}
+	byHand := Parameter{Name: key.Name, Type: key.Type, Pattern: key.Pattern, MaxLength: key.MaxLength}
+	check := func(p *Parameter) float64 {
+		return testing.AllocsPerRun(50, func() {
+			if _, problem := p.Check("env.prod"); problem != "" {
+				t.Fatal(problem)
+			}
+		})
+	}
+	parsed, hand := check(&key), check(&byHand)
+	if hand < 10 || parsed*4 > hand {
+		t.Errorf("Check allocates %.1f times on the parsed key, %.1f on a hand-built copy; want the parsed one to compile nothing", parsed, hand)
+	}
+}
+
+// BenchmarkValidate measures the check `exec DEFINITION-ID` runs on a parsed definition
+// whose key parameter carries a pattern: Parse compiles that pattern once, so no
+// Validate should compile it again.
+func BenchmarkValidate(b *testing.B) {
+	set, ok := loadFixture(b).Lookup("device.tags.set")
+	if !ok {
+		b.Fatal("device.tags.set missing")
+	}
+	params := map[string]string{"key": "env.prod", "value": "eu-west"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := set.Validate(params); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

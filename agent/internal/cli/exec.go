@@ -94,10 +94,7 @@ func resolveDefinition(ctx context.Context, cfg *config, sup *supervisor.Supervi
 	if workflow {
 		problems = definition.CheckWorkflow(def, m.Actions)
 	} else {
-		problems = definition.CheckAgreement(m.Name, m.Actions, []definition.Definition{def})
-		// CheckAgreement also lists the plugin's other actions, which this single
-		// definition does not run; only its own disagreements matter here.
-		problems = ownProblems(problems, def.ID)
+		problems = definition.CheckDefinition(m.Name, m.Actions, def)
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("definition %s disagrees with plugin %s %s: %v", def.ID, m.Name, m.Version, problems[0])
@@ -110,16 +107,6 @@ func resolveDefinition(ctx context.Context, cfg *config, sup *supervisor.Supervi
 	}
 	t.plugin, t.action, t.def = def.Plugin, def.Action, &def
 	return nil
-}
-
-func ownProblems(all []*definition.Disagreement, id string) []*definition.Disagreement {
-	var out []*definition.Disagreement
-	for _, p := range all {
-		if p.Definition == id {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // findDefinition looks id up: first among the workflows, then in the plugins' served
