@@ -283,8 +283,9 @@ func (sb *Subscription) Cancel() {
 }
 
 // Subscribe pushes every state change from now on to a channel holding up to buffer
-// changes (at least 1): the `plugins` command, the fleet session and metrics watch
-// plugins this way instead of polling Status.
+// changes (at least 1), for a caller that reacts to transitions as they happen rather
+// than polling Status. A caller that only counts (metrics) reads Status instead,
+// which misses nothing however slowly it reads.
 func (s *Supervisor) Subscribe(buffer int) *Subscription {
 	sub := &subscriber{ch: make(chan StateChange, max(buffer, 1))}
 	s.mu.Lock()

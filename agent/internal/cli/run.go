@@ -174,8 +174,7 @@ func runFleet(ctx context.Context, cfg config, log hclog.Logger, args []string, 
 	var m *metrics.Metrics
 	if listener != nil {
 		m = metrics.New()
-		sub := sup.Subscribe(64)
-		go m.WatchPlugins(sup.Plugins(), sub)
+		m.WatchPlugins(sup.Status)
 		mctx, stopMetrics := context.WithCancel(ctx)
 		defer stopMetrics()
 		go func() {

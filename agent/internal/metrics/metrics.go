@@ -37,6 +37,8 @@ type Metrics struct {
 	queue      atomic.Int64
 	reconnects atomic.Uint64
 	connected  atomic.Int64
+	// status reads the supervisor's plugins for the restart counters (WatchPlugins).
+	status func() []supervisor.Status
 	// started stands in for the process start time: New runs during the agent's
 	// start-up, and the series only has to change when the process is replaced.
 	started time.Time
@@ -97,20 +99,24 @@ func (m *Metrics) Connected(up bool) {
 	}
 }
 
-// WatchPlugins counts restarts from the supervisor's state changes until the
-// subscription ends: a start that follows a backoff or the failed state is a restart.
-// Known plugin names are labels at once, so their counters show 0 before any restart.
-func (m *Metrics) WatchPlugins(names []string, sub *supervisor.Subscription) {
+// WatchPlugins has the restart counters read, at each scrape, from the supervisor's
+// status (its per-plugin count of deaths and failed starts, each of which is followed
+// by a restart): nothing to miss between scrapes, and no goroutine. Call it before
+// Serve.
+func (m *Metrics) WatchPlugins(status func() []supervisor.Status) {
 	if m == nil {
 		return
 	}
-	for _, n := range names {
-		m.restarts.add(labelValues{n}, 0)
+	m.status = status
+}
+
+// refreshRestarts copies the supervisor's restart counts into their series.
+func (m *Metrics) refreshRestarts() {
+	if m.status == nil {
+		return
 	}
-	for c := range sub.C {
-		if c.To == supervisor.StateStarting && (c.From == supervisor.StateBackoff || c.From == supervisor.StateFailed) {
-			m.restarts.add(labelValues{c.Plugin}, 1)
-		}
+	for _, st := range m.status() {
+		m.restarts.set(labelValues{st.Name}, uint64(max(st.Restarts, 0)))
 	}
 }
 

@@ -26,7 +26,7 @@ func TestNilIsOff(t *testing.T) {
 	m.QueueAdd(1)
 	m.Reconnect()
 	m.Connected(true)
-	m.WatchPlugins([]string{"p"}, &supervisor.Subscription{C: make(chan supervisor.StateChange)}) // returns at once
+	m.WatchPlugins(func() []supervisor.Status { return []supervisor.Status{{Name: "p", Restarts: 1}} })
 	if b := m.appendText(nil); len(b) != 0 {
 		t.Errorf("a nil Metrics exposes %q", b)
 	}
@@ -46,12 +46,9 @@ func TestCounts(t *testing.T) {
 	m.QueueAdd(-1)
 	m.Reconnect()
 	m.Connected(true)
-	ch := make(chan supervisor.StateChange, 4)
-	ch <- supervisor.StateChange{Plugin: "tags", From: supervisor.StateStopped, To: supervisor.StateStarting}
-	ch <- supervisor.StateChange{Plugin: "tags", From: supervisor.StateBackoff, To: supervisor.StateStarting}
-	ch <- supervisor.StateChange{Plugin: "tags", From: supervisor.StateFailed, To: supervisor.StateStarting}
-	close(ch)
-	m.WatchPlugins([]string{"tags", "other"}, &supervisor.Subscription{C: ch})
+	m.WatchPlugins(func() []supervisor.Status {
+		return []supervisor.Status{{Name: "other"}, {Name: "tags", Restarts: 2}}
+	})
 
 	exp := parseExposition(t, string(m.appendText(nil)))
 	got := map[string]float64{}
@@ -71,7 +68,7 @@ func TestCounts(t *testing.T) {
 		`yuzu_agent_commands_total{plugin="tags",status="success"}`:      2,
 		`yuzu_agent_commands_total{plugin="_unknown",status="rejected"}`: 1,
 		`yuzu_agent_command_duration_seconds{plugin="tags"}`:             2, // observations
-		`yuzu_agent_plugin_restarts_total{plugin="tags"}`:                2, // the first start is not a restart
+		`yuzu_agent_plugin_restarts_total{plugin="tags"}`:                2,
 		`yuzu_agent_plugin_restarts_total{plugin="other"}`:               0,
 		`yuzu_agent_queue_depth`:                                         2,
 		`yuzu_agent_reconnects_total`:                                    1,

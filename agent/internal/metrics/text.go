@@ -50,6 +50,15 @@ func newCounterVec(name, help string, labels ...string) *counterVec {
 	return &counterVec{name: name, help: help, labels: labels, series: map[labelValues]uint64{}}
 }
 
+// set gives the series the value v, creating it if it is new: for a count kept
+// elsewhere and copied in at each scrape.
+func (c *counterVec) set(lv labelValues, v uint64) {
+	lv = lv.sanitize()
+	c.mu.Lock()
+	c.series[lv] = v
+	c.mu.Unlock()
+}
+
 // add adds n to the series, creating it (at n) if it is new.
 func (c *counterVec) add(lv labelValues, n uint64) {
 	lv = lv.sanitize()
@@ -184,6 +193,7 @@ func (m *Metrics) appendText(b []byte) []byte {
 	counter := func(name, help, value string) family {
 		return family{name, func(b []byte) []byte { return appendSingle(b, name, help, "counter", value) }}
 	}
+	m.refreshRestarts()
 	families := []family{
 		{m.commands.name, m.commands.appendText},
 		{m.latency.name, m.latency.appendText},
