@@ -77,9 +77,10 @@ type keeper struct {
 	failedUntil time.Time
 	backoff     *time.Timer
 	stopping    []chan struct{} // Close calls waiting for the child to go
+	snapChild   *child          // the child whose manifest snap.Version and snap.Actions hold
 
 	mu   sync.Mutex
-	snap Status
+	snap Status // written by run only, under mu; run may read it without mu
 }
 
 // child is a running child with the reason the agent ended it, if it did.
@@ -431,17 +432,20 @@ func (k *keeper) snapshot() {
 		Restarts:  k.total,
 		LastError: k.lastErr,
 	}
+	// The last known version and actions, rebuilt only when a new child brings its
+	// manifest: run calls this for every command, and the list does not change.
+	// status() clones Actions, so snapshots may share it.
+	st.Version, st.Actions = k.snap.Version, k.snap.Actions
 	if k.child != nil {
 		st.Pid = k.child.Pid()
-		m := k.child.Manifest()
-		st.Version = m.Version
-		for _, a := range m.Actions {
-			st.Actions = append(st.Actions, a.Name)
+		if k.child != k.snapChild {
+			m := k.child.Manifest()
+			st.Version, st.Actions = m.Version, make([]string, 0, len(m.Actions))
+			for _, a := range m.Actions {
+				st.Actions = append(st.Actions, a.Name)
+			}
+			k.snapChild = k.child
 		}
-	} else {
-		k.mu.Lock()
-		st.Version, st.Actions = k.snap.Version, k.snap.Actions // last known
-		k.mu.Unlock()
 	}
 	k.mu.Lock()
 	k.snap = st
