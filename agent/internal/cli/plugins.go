@@ -258,7 +258,8 @@ func addPlugin(ctx context.Context, cfg config, log hclog.Logger, file string, s
 		rollback()
 		return fail("%s does not work as a yuzu plugin; the plugin dir is unchanged: %v", dest, err)
 	}
-	if problems := checkShipped(m); len(problems) > 0 {
+	defs, problems := checkShipped(m)
+	if len(problems) > 0 {
 		rollback()
 		var b strings.Builder
 		for _, p := range problems {
@@ -267,7 +268,7 @@ func addPlugin(ctx context.Context, cfg config, log hclog.Logger, file string, s
 		return fail("%s %s: its definitions disagree with its declarations; the plugin dir is unchanged:%s", m.Name, m.Version, b.String())
 	}
 	fmt.Fprintf(stdout, "added %s: %s %s, %d actions, %d definitions, sha256 %s\n", rows.Printable(dest), cell(m.Name), cell(m.Version),
-		len(m.Actions), countDefinitions(m), hex.EncodeToString(sum[:]))
+		len(m.Actions), len(defs), hex.EncodeToString(sum[:]))
 	return exitOK
 }
 
@@ -293,26 +294,20 @@ func describeNew(ctx context.Context, cfg config, log hclog.Logger, name string)
 	return sup.Describe(ctx, name)
 }
 
-// checkShipped lists how a plugin's definitions disagree with its declarations (nil
-// when they agree or it ships none).
-func checkShipped(m host.Manifest) []string {
+// checkShipped parses a plugin's definitions and lists how they disagree with its
+// declarations (no problems: the definitions are fine, possibly none).
+func checkShipped(m host.Manifest) (defs []definition.Definition, problems []string) {
 	if len(m.Definitions) == 0 {
-		return nil
+		return nil, nil
 	}
 	defs, err := definition.ParseFiles(m.Definitions)
 	if err != nil {
-		return []string{err.Error()}
+		return nil, []string{err.Error()}
 	}
-	var out []string
 	for _, d := range definition.CheckAgreement(m.Name, m.Actions, defs) {
-		out = append(out, d.Error())
+		problems = append(problems, d.Error())
 	}
-	return out
-}
-
-func countDefinitions(m host.Manifest) int {
-	defs, _ := definition.ParseFiles(m.Definitions)
-	return len(defs)
+	return defs, problems
 }
 
 // removePlugin stops trusting a plugin: its line leaves the manifest and its binary
