@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/yuzugo/yuzu/plugin-filesystem/internal/pathcheck"
 )
 
 // expectation is computed by a second, deliberately simple walker built on
@@ -146,9 +148,9 @@ func TestWalkRandomTreesMatchIndependentCount(t *testing.T) {
 		req := request(root, hexSHA(target))
 		req.MaxDepth = maxDepth
 		req.Workers = 1 + rng.IntN(4)
-		noOpenat2.Store(rng.IntN(2) == 0)
+		pathcheck.ForceFallback(rng.IntN(2) == 0)
 		r := mustWalk(t, context.Background(), req)
-		noOpenat2.Store(false)
+		pathcheck.ForceFallback(false)
 		if r.Counters != ex.c || r.Reason != ReasonNone {
 			t.Fatalf("iteration %d (max_depth %d, %d entries made): got %+v %s, want %+v", iter, maxDepth, len(g.made), r.Counters, r.Reason, ex.c)
 		}

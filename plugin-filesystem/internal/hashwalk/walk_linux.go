@@ -2,12 +2,12 @@ package hashwalk
 
 import (
 	"errors"
-	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/yuzugo/yuzu/plugin-filesystem/internal/mounts"
+	"github.com/yuzugo/yuzu/plugin-filesystem/internal/pathcheck"
 )
 
 // The Linux walk resolves the root once and opens everything else relative
@@ -15,61 +15,11 @@ import (
 // following a final symlink. A symlink swapped in anywhere after the root was
 // opened can therefore never lead the walk outside the tree: the parent is
 // pinned by its descriptor, and the name itself is refused if it is a link.
-// openat2 adds RESOLVE_NO_SYMLINKS|RESOLVE_BENEATH where the kernel has it,
-// which also protects the components of the root's own path.
-
-var (
-	openat2Once sync.Once
-	openat2OK   bool
-	// noOpenat2 forces the openat fallback; tests set it to cover both.
-	noOpenat2 atomic.Bool
-)
-
-// haveOpenat2 probes openat2 once per process. A kernel before 5.6 answers
-// ENOSYS and a seccomp profile usually EPERM or ENOSYS; either way the walk
-// uses openat with O_NOFOLLOW from then on.
-func haveOpenat2() bool {
-	if noOpenat2.Load() {
-		return false
-	}
-	openat2Once.Do(func() {
-		fd, err := unix.Openat2(unix.AT_FDCWD, "/", &unix.OpenHow{
-			Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_NO_SYMLINKS,
-		})
-		if err == nil {
-			unix.Close(fd)
-			openat2OK = true
-		}
-	})
-	return openat2OK
-}
-
-// openRel opens one name relative to a directory descriptor, refusing a
-// symlink. dirfd may be AT_FDCWD with an absolute path for the root, where
-// openat2 refuses a symlink in any component.
-func openRel(dirfd int, name string, flags int) (int, error) {
-	for {
-		var fd int
-		var err error
-		if haveOpenat2() {
-			how := unix.OpenHow{
-				Flags:   uint64(flags),
-				Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-			}
-			if dirfd != unix.AT_FDCWD {
-				how.Resolve |= unix.RESOLVE_BENEATH
-			}
-			fd, err = unix.Openat2(dirfd, name, &how)
-		} else {
-			fd, err = unix.Openat(dirfd, name, flags, 0)
-		}
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		return fd, err
-	}
-}
+// pathcheck.OpenBeneath does the opening: openat2 with
+// RESOLVE_NO_SYMLINKS|RESOLVE_BENEATH where the kernel has it, openat with
+// O_NOFOLLOW otherwise, one system call per entry below the root either way.
+// The root's own path goes through it too, so a link in any of its components
+// is refused, with or without openat2.
 
 // Test hooks, nil outside tests: called with a path just before the walk
 // opens it, so a test can swap the entry at the worst moment.
@@ -95,7 +45,7 @@ type frame struct {
 }
 
 func (e *engine) walk(root string) {
-	fd, err := openRel(unix.AT_FDCWD, root, dirOpenFlags)
+	fd, err := pathcheck.OpenBeneath(unix.AT_FDCWD, root, dirOpenFlags)
 	if err != nil {
 		e.unreadable.Add(1)
 		return
@@ -208,22 +158,14 @@ func (e *engine) walk(root string) {
 // cannot be entered.
 func (e *engine) openDir(parent int, name, path string, parentDev uint64) (int, uint64, bool) {
 	runHook(&beforeOpenDir, path)
-	fd, err := openRel(parent, name, dirOpenFlags)
+	fd, err := pathcheck.OpenBeneath(parent, name, dirOpenFlags)
 	if err != nil {
-		switch {
-		case errors.Is(err, unix.ELOOP):
+		// A link or something else swapped in after the listing. With
+		// O_DIRECTORY the kernel may answer ENOTDIR for a link, so the check
+		// looks at the name itself when it has to.
+		if pathcheck.IsSymlinkErr(parent, name, err) {
 			e.symlink.Add(1)
-		case errors.Is(err, unix.ENOTDIR):
-			// Something else was swapped in after the listing. The kernel
-			// says ENOTDIR for a symlink too when O_DIRECTORY is checked
-			// first, so look at the name itself, without following it.
-			var st unix.Stat_t
-			if unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
-				e.symlink.Add(1)
-			} else {
-				e.unreadable.Add(1)
-			}
-		default:
+		} else {
 			e.unreadable.Add(1)
 		}
 		return -1, 0, false
@@ -257,13 +199,13 @@ func (e *engine) openDir(parent int, name, path string, parentDev uint64) (int, 
 func (e *engine) openFile(parent int, name, path string, noatime int) bool {
 	runHook(&beforeOpenFile, path)
 	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOCTTY
-	fd, err := openRel(parent, name, flags|noatime)
+	fd, err := pathcheck.OpenBeneath(parent, name, flags|noatime)
 	if noatime != 0 && errors.Is(err, unix.EPERM) {
-		fd, err = openRel(parent, name, flags)
+		fd, err = pathcheck.OpenBeneath(parent, name, flags)
 	}
 	if err != nil {
 		switch {
-		case errors.Is(err, unix.ELOOP):
+		case pathcheck.IsSymlinkErr(parent, name, err):
 			e.symlink.Add(1)
 		case errors.Is(err, unix.ENXIO), errors.Is(err, unix.ENODEV):
 			// A socket or a device swapped in after the listing.

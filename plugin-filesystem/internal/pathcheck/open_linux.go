@@ -7,13 +7,18 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
 
-// haveOpenat2 probes openat2 once per process. ENOSYS (kernel before 5.6, or a
+// haveOpenat2 probes openat2 once per process. Only ENOSYS (kernel before 5.6, or a
 // seccomp filter answering that way) and EPERM (a filter that refuses it) mean the
-// walk fallback is used for the rest of the process's life.
+// call is missing, and only they switch the process to the openat fallback for the
+// rest of its life. Any other failure (EMFILE, ENOMEM, EINTR) is transient and says
+// nothing about the kernel: caching it as "missing" would downgrade every later open
+// for good, so the probe reports openat2 present and the real opens decide. The probe
+// opens "/" with O_PATH, which needs no permission on it.
 var haveOpenat2 = sync.OnceValue(func() bool {
 	fd, err := unix.Openat2(unix.AT_FDCWD, "/", &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_CLOEXEC,
@@ -26,11 +31,86 @@ var haveOpenat2 = sync.OnceValue(func() bool {
 	return true
 })
 
-// forceWalk makes tests take the fallback path on a kernel that has openat2.
-var forceWalk bool
+// forceWalk makes the package take the openat fallback on a kernel that has
+// openat2, so tests cover both paths. It is atomic because a walk that a test
+// abandoned (hashwalk answers without a walker stuck in a system call) may still
+// be opening files when the next test flips it.
+var forceWalk atomic.Bool
+
+// useOpenat2 is read on every open: one atomic load and the probe's cached answer.
+func useOpenat2() bool { return !forceWalk.Load() && haveOpenat2() }
+
+// Openat2Available reports whether the kernel lets this process use openat2, which
+// refuses a symbolic link in every element of a path. Without it the package walks
+// paths one element at a time with O_NOFOLLOW. Tests use it to know which modes
+// they can run.
+func Openat2Available() bool { return haveOpenat2() }
+
+// ForceFallback makes every open of this package, OpenBeneath included, take the
+// openat fallback even where openat2 works (on true), or go back to the probe's
+// choice (on false). It exists for tests of this package and of its users; the
+// agent never calls it.
+func ForceFallback(on bool) { forceWalk.Store(on) }
+
+// OpenBeneath opens name relative to the directory descriptor dirfd without
+// following a symbolic link in any element of name, and returns the raw
+// descriptor, close-on-exec. It is for walkers that hold a directory open and
+// visit its entries one by one; Open and OpenIn are for whole paths.
+//
+// Either dirfd is an open directory and name is relative to it, or dirfd is
+// unix.AT_FDCWD and name is an absolute, clean path. A relative name never
+// leaves dirfd: openat2 enforces that with RESOLVE_BENEATH, the fallback by
+// refusing every ".." element (ErrNotCanonical), so callers should pass names
+// without them. flags are open(2) flags; creating is not supported, and O_CREAT
+// or O_TMPFILE fail with EINVAL.
+//
+// A name with no slash costs one system call in either mode, which keeps a walk
+// at one open per entry; a longer name without openat2 is opened one element at
+// a time. Errors are the system's, except ErrNotCanonical and ErrSymlink from
+// the element-by-element fallback; IsSymlinkErr tells a refused link apart from
+// other failures.
+func OpenBeneath(dirfd int, name string, flags int) (int, error) {
+	if flags&unix.O_CREAT != 0 || flags&unix.O_TMPFILE == unix.O_TMPFILE {
+		return -1, unix.EINVAL
+	}
+	if useOpenat2() {
+		how := unix.OpenHow{
+			Flags:   uint64(flags) | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_NO_SYMLINKS,
+		}
+		if dirfd != unix.AT_FDCWD {
+			how.Resolve |= unix.RESOLVE_BENEATH
+		}
+		return openat2Retry(dirfd, name, &how)
+	}
+	if name != ".." && strings.IndexByte(name, '/') < 0 {
+		return openatRetry(dirfd, name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
+	return walkOpen(dirfd, name, flags, 0)
+}
+
+// IsSymlinkErr reports whether err, returned by a no-follow open of name relative
+// to dirfd (OpenBeneath, or openat with O_NOFOLLOW), means that the open met a
+// symbolic link: in the last element of name, or with OpenBeneath in any element.
+// Such opens report ELOOP (ErrSymlink from the fallback walk), but with
+// O_DIRECTORY the kernel may check the type first and report ENOTDIR; then the
+// name itself is looked at, without following it. That costs one fstatat, and
+// only on that error.
+func IsSymlinkErr(dirfd int, name string, err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, ErrSymlink), errors.Is(err, unix.ELOOP):
+		return true
+	case errors.Is(err, unix.ENOTDIR):
+		var st unix.Stat_t
+		return unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK
+	}
+	return false
+}
 
 func openAt(base, path string, flag int, perm os.FileMode) (*os.File, error) {
-	return openWith(base, path, flag, perm, haveOpenat2() && !forceWalk)
+	return openWith(base, path, flag, perm, useOpenat2())
 }
 
 // openWith opens path with or without openat2; tests run both.
@@ -79,13 +159,21 @@ func openNoFollow(dirfd int, name string, flag int, mode uint32, resolve uint64,
 		Flags:   uint64(flag) | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | resolve,
 	}
-	if flag&(unix.O_CREAT|unix.O_TMPFILE) != 0 {
-		how.Mode = uint64(mode) // openat2 refuses a mode without O_CREAT
+	// openat2 refuses a mode without O_CREAT or O_TMPFILE. O_TMPFILE includes the
+	// O_DIRECTORY bit, so only all of its bits mean a temporary file.
+	if flag&unix.O_CREAT != 0 || flag&unix.O_TMPFILE == unix.O_TMPFILE {
+		how.Mode = uint64(mode)
 	}
+	return openat2Retry(dirfd, name, &how)
+}
+
+// openat2Retry calls openat2, retrying an interrupted call and EAGAIN, which a
+// concurrent rename or mount makes a RESOLVE_BENEATH lookup answer to ask for a
+// retry. The retries are bounded so that someone renaming in a loop cannot keep
+// the agent here.
+func openat2Retry(dirfd int, name string, how *unix.OpenHow) (int, error) {
 	for tries := 0; ; tries++ {
-		fd, err := unix.Openat2(dirfd, name, &how)
-		// EAGAIN: a concurrent rename or mount made the kernel give up a
-		// RESOLVE_BENEATH lookup; it asks to be retried.
+		fd, err := unix.Openat2(dirfd, name, how)
 		if (errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR)) && tries < 16 {
 			continue
 		}
@@ -151,14 +239,8 @@ func openatRetry(dirfd int, name string, flag int, mode uint32) (int, error) {
 // link: O_NOFOLLOW reports ELOOP for the last element, O_DIRECTORY reports ENOTDIR
 // for a directory element.
 func classify(dirfd int, name string, err error) error {
-	if errors.Is(err, unix.ELOOP) {
+	if IsSymlinkErr(dirfd, name, err) {
 		return ErrSymlink
-	}
-	if errors.Is(err, unix.ENOTDIR) {
-		var st unix.Stat_t
-		if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
-			return ErrSymlink
-		}
 	}
 	return err
 }

@@ -237,7 +237,7 @@ func TestOpenAttacks(t *testing.T) {
 			p := mustValidate(t, e.base+"/file.txt", e.base)
 			must(t, os.Rename(e.base, e.root+"/base_moved"))
 			must(t, os.Symlink("base_moved", e.base))
-			return openWith(e.base, p, os.O_RDONLY, 0, haveOpenat2() && !forceWalk)
+			return openWith(e.base, p, os.O_RDONLY, 0, useOpenat2())
 		}, ErrSymlink, ""},
 		{"path outside base", func(t *testing.T, e env) (*os.File, error) {
 			return OpenIn(e.base, e.root+"/outside/secret.txt", os.O_RDONLY, 0)
@@ -274,9 +274,9 @@ func TestOpenAttacks(t *testing.T) {
 		for _, tc := range tests {
 			root := newTree(t)
 			e := env{root: root, base: root + "/base"}
-			forceWalk = walk
+			forceWalk.Store(walk)
 			f, err := tc.run(t, e)
-			forceWalk = false
+			forceWalk.Store(false)
 			label := tc.name + map[bool]string{false: " (openat2)", true: " (walk)"}[walk]
 			if tc.err != nil {
 				if f != nil {
@@ -309,9 +309,9 @@ func TestCreateRefusesPlantedLink(t *testing.T) {
 	must(t, err)
 	must(t, os.Symlink("../outside/planted_target", p))
 	for _, walk := range []bool{false, true} {
-		forceWalk = walk
+		forceWalk.Store(walk)
 		f, err := OpenIn(base, p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-		forceWalk = false
+		forceWalk.Store(false)
 		if err == nil {
 			f.Close()
 			t.Fatalf("walk=%v: creating over a planted link succeeded", walk)
@@ -356,5 +356,140 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOpenBeneath opens entries of the attack tree relative to a descriptor of its
+// base, as a walker does, with openat2 and with the fallback.
+func TestOpenBeneath(t *testing.T) {
+	root := newTree(t)
+	base := root + "/base"
+	// No O_NOFOLLOW here: refusing links is OpenBeneath's job, not the caller's.
+	const fileFlags = unix.O_RDONLY | unix.O_NONBLOCK
+	const dirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NONBLOCK
+	tests := []struct {
+		name    string
+		flags   int
+		ok      bool
+		symlink bool // with ok false: whether IsSymlinkErr must say a link was met
+	}{
+		{"file.txt", fileFlags, true, false},
+		{"sub", dirFlags, true, false},
+		{"sub/inner.txt", fileFlags, true, false},
+		{".", dirFlags, true, false},
+		{"link_in", fileFlags, false, true},
+		{"link_out", fileFlags, false, true},
+		{"abs_out", fileFlags, false, true},
+		{"dangling", fileFlags, false, true},
+		{"loop1", fileFlags, false, true},
+		{"dirlink_in", dirFlags, false, true},
+		{"dirlink_out", dirFlags, false, true},
+		{"dirlink_in/inner.txt", fileFlags, false, true},
+		{"dirlink_out/secret.txt", fileFlags, false, true},
+		{"..", dirFlags, false, false},
+		{"../outside/secret.txt", fileFlags, false, false},
+		{"missing", fileFlags, false, false},
+		{"file.txt", dirFlags, false, false},
+		{"new", fileFlags | unix.O_CREAT, false, false},
+		{"new", unix.O_TMPFILE | unix.O_RDWR, false, false},
+	}
+	for _, walk := range []bool{false, true} {
+		if !walk && !Openat2Available() {
+			t.Log("openat2 is not available here; only the fallback is tested")
+			continue
+		}
+		ForceFallback(walk)
+		dfd, err := unix.Open(base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		must(t, err)
+		for _, tc := range tests {
+			label := tc.name + map[bool]string{false: " (openat2)", true: " (walk)"}[walk]
+			fd, err := OpenBeneath(dfd, tc.name, tc.flags)
+			if err == nil {
+				flags, ferr := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+				unix.Close(fd)
+				if !tc.ok {
+					t.Errorf("%s: opened, want a refusal", label)
+				} else if ferr != nil || flags&unix.FD_CLOEXEC == 0 {
+					t.Errorf("%s: descriptor is not close-on-exec (%#x, %v)", label, flags, ferr)
+				}
+				continue
+			}
+			if tc.ok {
+				t.Errorf("%s: %v", label, err)
+				continue
+			}
+			if got := IsSymlinkErr(dfd, tc.name, err); got != tc.symlink {
+				t.Errorf("%s: IsSymlinkErr(%v) = %v, want %v", label, err, got, tc.symlink)
+			}
+		}
+		if _, err := os.Lstat(base + "/new"); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("walk=%v: OpenBeneath created a file", walk)
+		}
+		unix.Close(dfd)
+
+		// From AT_FDCWD the path is absolute and a link in any element is refused.
+		fd, err := OpenBeneath(unix.AT_FDCWD, base+"/sub/inner.txt", fileFlags)
+		if err != nil {
+			t.Errorf("walk=%v: absolute path: %v", walk, err)
+		} else {
+			unix.Close(fd)
+		}
+		for _, p := range []string{root + "/base_link/file.txt", base + "/dirlink_in/inner.txt", base + "/link_in"} {
+			if fd, err := OpenBeneath(unix.AT_FDCWD, p, fileFlags); err == nil {
+				unix.Close(fd)
+				t.Errorf("walk=%v: %s opened through a link", walk, p)
+			}
+		}
+		ForceFallback(false)
+	}
+}
+
+func TestIsSymlinkErr(t *testing.T) {
+	root := newTree(t)
+	dfd, err := unix.Open(root+"/base", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	must(t, err)
+	defer unix.Close(dfd)
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"file.txt", nil, false},
+		{"file.txt", unix.ELOOP, true},
+		{"file.txt", ErrSymlink, true},
+		{"file.txt", &os.PathError{Op: "open", Path: "x", Err: unix.ELOOP}, true},
+		{"dirlink_in", unix.ENOTDIR, true}, // a link where a directory was opened
+		{"file.txt", unix.ENOTDIR, false},  // a file where a directory was opened
+		{"missing", unix.ENOTDIR, false},   // gone since
+		{"dirlink_in", unix.EACCES, false}, // only the link errors count
+		{"dirlink_in", unix.ENOENT, false},
+	}
+	for _, tc := range tests {
+		if got := IsSymlinkErr(dfd, tc.name, tc.err); got != tc.want {
+			t.Errorf("IsSymlinkErr(%q, %v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestOpenBeneathAllocs keeps the walker's per-entry cost at what the system call
+// needs: the name's C string and nothing else.
+func TestOpenBeneathAllocs(t *testing.T) {
+	root := newTree(t)
+	dfd, err := unix.Open(root+"/base", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	must(t, err)
+	defer unix.Close(dfd)
+	for _, walk := range []bool{false, true} {
+		ForceFallback(walk)
+		allocs := testing.AllocsPerRun(100, func() {
+			fd, err := OpenBeneath(dfd, "file.txt", unix.O_RDONLY|unix.O_NOFOLLOW)
+			if err != nil {
+				t.Fatal(err)
+			}
+			unix.Close(fd)
+		})
+		ForceFallback(false)
+		if allocs > 1 {
+			t.Errorf("walk=%v: %v allocations per open, want at most 1", walk, allocs)
+		}
 	}
 }
