@@ -279,8 +279,8 @@ func CompileAnchored(expr string) (*regexp.Regexp, error) {
 // the message ends up in one row and in logs.
 const maxQuoted = 64
 
-// Quote quotes v for an error message, shortened to 64 bytes.
-func Quote(v string) string {
+// quote quotes v for an error message, shortened to 64 bytes.
+func quote(v string) string {
 	if len(v) <= maxQuoted {
 		return strconv.Quote(v)
 	}
@@ -322,10 +322,10 @@ func (p *Parameter) Check(v string) (Rule, string) {
 		}
 		n, err := strconv.ParseInt(v, 10, bits)
 		if errors.Is(err, strconv.ErrRange) {
-			return RuleType, fmt.Sprintf("%s is out of range for %s", Quote(v), p.Type)
+			return RuleType, fmt.Sprintf("%s is out of range for %s", quote(v), p.Type)
 		}
 		if err != nil {
-			return RuleType, fmt.Sprintf("not a valid %s: %s", p.Type, Quote(v))
+			return RuleType, fmt.Sprintf("not a valid %s: %s", p.Type, quote(v))
 		}
 		if !p.Clamped {
 			if p.Minimum != nil && n < *p.Minimum {
@@ -337,13 +337,13 @@ func (p *Parameter) Check(v string) (Rule, string) {
 		}
 	case TypeBool:
 		if v != "true" && v != "false" {
-			return RuleType, fmt.Sprintf("must be true or false (got %s)", Quote(v))
+			return RuleType, fmt.Sprintf("must be true or false (got %s)", quote(v))
 		}
 	default:
 		return RuleType, fmt.Sprintf("declared with unknown type %q", p.Type)
 	}
 	if p.Enum != nil && !slices.Contains(p.Enum, v) {
-		return RuleEnum, fmt.Sprintf("must be one of %s (got %s)", strings.Join(p.Enum, ", "), Quote(v))
+		return RuleEnum, fmt.Sprintf("must be one of %s (got %s)", strings.Join(p.Enum, ", "), quote(v))
 	}
 	return "", ""
 }
