@@ -428,8 +428,6 @@ type Manifest struct {
 	SdkVersion string `protobuf:"bytes,4,opt,name=sdk_version,json=sdkVersion,proto3" json:"sdk_version,omitempty"`
 	// Actions in the order the plugin declares them.
 	Actions []*Action `protobuf:"bytes,5,rep,name=actions,proto3" json:"actions,omitempty"`
-	// Reserved: never filled by the SDK and ignored by the agent.
-	Capabilities []string `protobuf:"bytes,6,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
 	// The InstructionDefinitions (YAML) the plugin ships with, served so that an agent
 	// learns a plugin's definitions from the verified binary itself.
 	Definitions   []*DefinitionFile `protobuf:"bytes,7,rep,name=definitions,proto3" json:"definitions,omitempty"`
@@ -498,13 +496,6 @@ func (x *Manifest) GetSdkVersion() string {
 func (x *Manifest) GetActions() []*Action {
 	if x != nil {
 		return x.Actions
-	}
-	return nil
-}
-
-func (x *Manifest) GetCapabilities() []string {
-	if x != nil {
-		return x.Capabilities
 	}
 	return nil
 }
@@ -1405,16 +1396,15 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x05found\x18\x01 \x01(\bR\x05found\"\x11\n" +
 	"\x0fDescribeRequest\"H\n" +
 	"\x10DescribeResponse\x124\n" +
-	"\bmanifest\x18\x01 \x01(\v2\x18.yuzu.plugin.v1.ManifestR\bmanifest\"\x93\x02\n" +
+	"\bmanifest\x18\x01 \x01(\v2\x18.yuzu.plugin.v1.ManifestR\bmanifest\"\x83\x02\n" +
 	"\bManifest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12 \n" +
 	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x1f\n" +
 	"\vsdk_version\x18\x04 \x01(\tR\n" +
 	"sdkVersion\x120\n" +
-	"\aactions\x18\x05 \x03(\v2\x16.yuzu.plugin.v1.ActionR\aactions\x12\"\n" +
-	"\fcapabilities\x18\x06 \x03(\tR\fcapabilities\x12@\n" +
-	"\vdefinitions\x18\a \x03(\v2\x1e.yuzu.plugin.v1.DefinitionFileR\vdefinitions\">\n" +
+	"\aactions\x18\x05 \x03(\v2\x16.yuzu.plugin.v1.ActionR\aactions\x12@\n" +
+	"\vdefinitions\x18\a \x03(\v2\x1e.yuzu.plugin.v1.DefinitionFileR\vdefinitionsJ\x04\b\x06\x10\aR\fcapabilities\">\n" +
 	"\x0eDefinitionFile\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\fR\acontent\"\xe5\x02\n" +
