@@ -21,14 +21,16 @@ import (
 // cost; a read over it reports "oversized" instead of growing further.
 const nftMaxObjects = 1 << 16
 
-// nftReader reads the ruleset through github.com/google/nftables, one fresh netlink
-// socket per request, read-only.
+// nftReader reads the ruleset through github.com/google/nftables, read-only, in three
+// requests (tables, chains, then the rules of every chain), each on one fresh netlink
+// socket that lasts for the whole request.
 //
 // Each request is bounded by a socket deadline set from the library's socket-option
 // hook, which runs right after the socket is opened and before anything is sent; the
 // netlink socket is a pollable descriptor, so a send or receive that would wait past
-// the deadline returns an i/o timeout instead of blocking. Cancelling ctx moves the
-// deadline to the past, which ends a request in flight the same way.
+// the deadline returns an i/o timeout instead of blocking. The deadline stays on the
+// socket, so it bounds every message of a request, however many it sends. Cancelling
+// ctx moves the deadline to the past, which ends a request in flight the same way.
 type nftReader struct {
 	// opts are extra connection options (a network namespace or a test dialer).
 	opts []nftables.ConnOption
@@ -100,8 +102,9 @@ func (r *nftReader) Read(ctx context.Context) NftResult {
 	seen := named > 0
 
 	// Chains, then the rules of each chain. The library asks for rules one chain at a
-	// time (its rule request always names a table and chain), each on its own socket,
-	// all within the rule cut-off.
+	// time (its rule request always names a table and chain); those questions share
+	// one socket, bounded by the rule cut-off, so a host with hundreds of chains does
+	// not open hundreds of sockets.
 	var chains []*nftables.Chain
 	out = r.request(ctx, start.Add(r.chainBy), func(c *nftables.Conn) error {
 		var err error
@@ -121,28 +124,45 @@ func (r *nftReader) Read(ctx context.Context) NftResult {
 		res.Chains = append(res.Chains, chainOf(c))
 	}
 
-	ruleDeadline := start.Add(r.ruleBy)
+	// A chain the kernel sent without its table cannot be addressed by a rule
+	// request; there is nothing to ask for. With nothing to ask, no socket is opened.
+	var ask []*nftables.Chain
 	for _, c := range chains {
-		if c.Name == "" || c.Table == nil {
-			// A chain the kernel sent without its table cannot be addressed by a
-			// rule request; there is nothing to ask for.
-			continue
+		if c.Name != "" && c.Table != nil {
+			ask = append(ask, c)
 		}
-		var rules []*nftables.Rule
+	}
+	if len(ask) > 0 {
+		ruleDeadline := start.Add(r.ruleBy)
+		var rules []NftRule
 		out = r.request(ctx, ruleDeadline, func(conn *nftables.Conn) error {
-			var err error
-			rules, err = conn.GetRules(c.Table, c)
-			if err == nil && len(res.Rules)+len(rules) > r.maxObjects {
-				err = errOversized
+			for _, c := range ask {
+				// The checks request makes before it opens the socket, made again
+				// before every chain: once the command has ended or the cut-off
+				// has passed, nothing more is asked.
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				if !r.now().Before(ruleDeadline) {
+					return os.ErrDeadlineExceeded
+				}
+				got, err := conn.GetRules(c.Table, c)
+				if err != nil {
+					return err
+				}
+				if len(rules)+len(got) > r.maxObjects {
+					return errOversized
+				}
+				for _, rl := range got {
+					rules = append(rules, ruleOf(c, rl))
+				}
 			}
-			return err
+			return nil
 		})
 		if out.reason != parse.ReasonOK {
 			return handOff(res, seen, parse.DumpRule, out)
 		}
-		for _, rl := range rules {
-			res.Rules = append(res.Rules, ruleOf(c, rl))
-		}
+		res.Rules = rules
 	}
 
 	res.Answered, res.Tables = true, named
@@ -167,10 +187,16 @@ func handOff(res NftResult, seen bool, dump string, out outcome) NftResult {
 	return res
 }
 
-// request runs fn on a connection whose socket is bounded by deadline, and turns its
-// error into a reason token. A panic inside the library's decoders (it trusts the
+// request runs fn on a connection whose one socket is bounded by deadline, and turns
+// its error into a reason token. The socket is opened before fn runs (the library's
+// lasting mode; without it every call fn makes would open a socket of its own) and
+// closed when fn returns. A panic inside the library's decoders (it trusts the
 // lengths in what the kernel sends) is caught here and reported as an I/O failure
 // instead of taking the plugin down.
+//
+// fn may ask several questions on the socket, but must stop at its first failure: a
+// failed dump can leave the rest of its answer queued on the socket, where the next
+// question would read it.
 func (r *nftReader) request(ctx context.Context, deadline time.Time, fn func(*nftables.Conn) error) (out outcome) {
 	if err := ctx.Err(); err != nil {
 		return outcome{opened: true, err: err, reason: parse.ReasonTimeout}
@@ -178,7 +204,7 @@ func (r *nftReader) request(ctx context.Context, deadline time.Time, fn func(*nf
 	if !r.now().Before(deadline) {
 		return outcome{opened: true, err: os.ErrDeadlineExceeded, reason: parse.ReasonTimeout}
 	}
-	var stops []func() bool
+	stop := func() bool { return false }
 	bound := nftables.WithSockOptions(func(c *netlink.Conn) error {
 		out.opened = true
 		if err := r.setDeadline(c, deadline); err != nil {
@@ -187,17 +213,25 @@ func (r *nftReader) request(ctx context.Context, deadline time.Time, fn func(*nf
 			_ = c.Close()
 			return fmt.Errorf("nftables: bound socket: %w", err)
 		}
-		stops = append(stops, context.AfterFunc(ctx, func() { _ = r.setDeadline(c, time.Unix(1, 0)) }))
+		stop = context.AfterFunc(ctx, func() { _ = r.setDeadline(c, time.Unix(1, 0)) })
 		return nil
 	})
+	var conn *nftables.Conn
 	defer func() {
-		for _, stop := range stops {
-			stop()
+		stop()
+		if conn != nil {
+			_ = conn.CloseLasting()
 		}
 	}()
-	conn, err := nftables.New(append(append([]nftables.ConnOption(nil), r.opts...), bound)...)
+	opts := append(append([]nftables.ConnOption(nil), r.opts...), bound, nftables.AsLasting())
+	conn, err := nftables.New(opts...)
 	if err != nil {
-		return outcome{err: err, reason: parse.ReasonIOError}
+		// The socket could not be opened (opened stays false) or could not be
+		// bounded (the hook set opened and closed it); either way the error is
+		// mapped like any other, as when the library opened the socket inside fn.
+		out.err = err
+		out.reason = reasonOf(err, deadline, r.now())
+		return out
 	}
 	func() {
 		defer func() {

@@ -446,7 +446,9 @@ func TestNftReaderDeadlines(t *testing.T) {
 	if res := r.Read(context.Background()); !res.Answered {
 		t.Fatalf("result %+v", res)
 	}
-	want := []time.Duration{NftTableBy, NftChainBy, NftRuleBy, NftRuleBy, NftRuleBy}
+	// One fresh socket per request, each bounded by its own cut-off; the three rule
+	// questions (one per chain) share the rule socket.
+	want := []time.Duration{NftTableBy, NftChainBy, NftRuleBy}
 	if !slices.Equal(got, want) {
 		t.Errorf("socket deadlines %v, want %v (one fresh socket per request)", got, want)
 	}
@@ -468,6 +470,116 @@ func TestNftReaderDeadlines(t *testing.T) {
 	r = testReader(t, sampleKernel(t))
 	r.setDeadline = func(*netlink.Conn, time.Time) error { return errors.New("not supported") }
 	rowsEqual(t, "unbounded", r.Read(context.Background()).Diag, "error|nftables:table:io_error")
+}
+
+// TestNftReaderOneRuleSocket checks that the rule questions share one socket: every
+// chain is still asked, in order, on a socket opened once. A ruleset without addressable chains opens no rule socket at all, so a rule cut-off
+// that has already passed does not stop it from answering.
+func TestNftReaderOneRuleSocket(t *testing.T) {
+	k := sampleKernel(t)
+	var asked []string
+	inner := k.rules
+	k.rules = func(req netlink.Message, table, chain string) ([]netlink.Message, error) {
+		asked = append(asked, table+"/"+chain)
+		return inner(req, table, chain)
+	}
+	socks := 0
+	r := testReader(t, k)
+	r.setDeadline = func(*netlink.Conn, time.Time) error { socks++; return nil }
+	if res := r.Read(context.Background()); !res.Answered || len(res.Rules) != 3 {
+		t.Fatalf("result %+v", res)
+	}
+	if want := []string{"filter/INPUT", "filter/custom-jump", "nat/POSTROUTING"}; !slices.Equal(asked, want) {
+		t.Errorf("rule questions %q, want %q", asked, want)
+	}
+	// That each socket is closed again is checked on real sockets, in
+	// TestRealNftablesRuleSocket; the test dialer's Close does nothing.
+	if socks != 3 {
+		t.Errorf("%d sockets opened, want 3 (tables, chains, rules)", socks)
+	}
+
+	k = &fakeKernel{tables: replies(tableMsg(t, 1, "filter")), chains: replies(chainMsg(t, chainSpec{1, "filter", "", nil, nil}))}
+	r = testReader(t, k)
+	r.ruleBy = 0
+	opened := 0
+	r.setDeadline = func(*netlink.Conn, time.Time) error { opened++; return nil }
+	res := r.Read(context.Background())
+	if !res.Answered || len(res.Diag) != 0 || opened != 2 || k.ruleRequests != 0 {
+		t.Errorf("no addressable chain: %d sockets, %d rule requests, %+v", opened, k.ruleRequests, res)
+	}
+}
+
+// TestNftReaderRuleLoopStops checks the checks made before every chain on the shared
+// rule socket: a command that ends, or a rule cut-off that passes, after the first
+// chain was read stops the read as a rule timeout without asking the next chain.
+func TestNftReaderRuleLoopStops(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	k := sampleKernel(t)
+	inner := k.rules
+	k.rules = func(req netlink.Message, table, chain string) ([]netlink.Message, error) {
+		cancel()
+		return inner(req, table, chain)
+	}
+	res := testReader(t, k).Read(ctx)
+	rowsEqual(t, "cancelled between chains", res.Diag, "fallthrough|nftables:rule:timeout")
+	if k.ruleRequests != 1 || res.Answered || !res.TablesSeen || len(res.Rules) != 0 {
+		t.Errorf("cancelled between chains: %d rule requests, %+v", k.ruleRequests, res)
+	}
+
+	start := time.Unix(1000, 0)
+	clock := start
+	k = sampleKernel(t)
+	inner = k.rules
+	k.rules = func(req netlink.Message, table, chain string) ([]netlink.Message, error) {
+		clock = start.Add(NftRuleBy)
+		return inner(req, table, chain)
+	}
+	r := testReader(t, k)
+	r.now = func() time.Time { return clock }
+	res = r.Read(context.Background())
+	rowsEqual(t, "cut-off between chains", res.Diag, "fallthrough|nftables:rule:timeout")
+	if k.ruleRequests != 1 || res.Answered || !res.TablesSeen || len(res.Rules) != 0 {
+		t.Errorf("cut-off between chains: %d rule requests, %+v", k.ruleRequests, res)
+	}
+}
+
+// TestNftReaderRuleSocketFailures covers the rule socket itself: one that cannot be
+// bounded is not used (an I/O failure of the rule dump), and one that cannot be
+// opened for want of descriptors also writes the row an operator can act on.
+func TestNftReaderRuleSocketFailures(t *testing.T) {
+	k := sampleKernel(t)
+	r := testReader(t, k)
+	calls := 0
+	r.setDeadline = func(*netlink.Conn, time.Time) error {
+		if calls++; calls == 3 {
+			return errors.New("not supported")
+		}
+		return nil
+	}
+	res := r.Read(context.Background())
+	rowsEqual(t, "unbounded rule socket", res.Diag, "fallthrough|nftables:rule:io_error")
+	if k.ruleRequests != 0 || res.Answered || !res.TablesSeen {
+		t.Errorf("unbounded rule socket: %d rule requests, %+v", k.ruleRequests, res)
+	}
+
+	// An option that runs before the reader's own hook fails the third open the way
+	// the socket call fails when descriptors run out.
+	k = sampleKernel(t)
+	dials := 0
+	exhaust := nftables.WithSockOptions(func(*netlink.Conn) error {
+		if dials++; dials == 3 {
+			return os.NewSyscallError("socket", unix.EMFILE)
+		}
+		return nil
+	})
+	r = newNftReader(nftables.WithTestDial(k.dial(t)), exhaust)
+	r.setDeadline = func(*netlink.Conn, time.Time) error { return nil }
+	res = r.Read(context.Background())
+	rowsEqual(t, "rule socket not opened", res.Diag, "error|fd_exhausted", "fallthrough|nftables:rule:io_error")
+	if k.ruleRequests != 0 || res.Answered || !res.TablesSeen || res.FailedReason != parse.ReasonIOError {
+		t.Errorf("rule socket not opened: %d rule requests, %+v", k.ruleRequests, res)
+	}
 }
 
 func TestSocketRow(t *testing.T) {
