@@ -18,6 +18,7 @@ import (
 
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/atomicfile"
+	"github.com/yuzugo/yuzu/sdk/filelock"
 	"github.com/yuzugo/yuzu/sdk/safefile"
 
 	"github.com/yuzugo/yuzu/plugin-filesystem/internal/pathcheck"
@@ -837,30 +838,26 @@ func lockDir(ctx context.Context, req *sdk.Request, d *pinnedDir) (*writeLock, e
 		}
 		return l, nil
 	}
-	for wait := time.Millisecond; ; wait = min(2*wait, 20*time.Millisecond) {
-		ok, err := tryLockFile(f)
-		if err != nil {
-			req.Log.Warn("no cross-process write lock; stale temp files are kept", "err", err)
-			f.Close()
-			return l, nil
-		}
-		if ok {
-			l.file, l.shared = f, true
-			return l, nil
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			f.Close()
+	// Wait polls rather than blocks, so the command's deadline ends the wait; any
+	// other failure leaves the change with the in-process lock alone, as above.
+	if err := filelock.Wait(ctx, f); err != nil {
+		f.Close()
+		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 			<-localLocks[l.bucket]
-			return nil, ctx.Err()
+			return nil, ctxErr
 		}
+		req.Log.Warn("no cross-process write lock; stale temp files are kept", "err", err)
+		return l, nil
 	}
+	l.file, l.shared = f, true
+	return l, nil
 }
 
 func (l *writeLock) release() {
 	if l.file != nil {
-		unlockFile(l.file)
+		// Closing drops the lock too, so an unlock error changes nothing for the
+		// next holder.
+		_ = filelock.Unlock(l.file)
 		l.file.Close()
 		l.file = nil
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/atomicfile"
+	"github.com/yuzugo/yuzu/sdk/filelock"
 	"github.com/yuzugo/yuzu/sdk/sdktest"
 )
 
@@ -941,7 +942,7 @@ func TestWriteLockAcrossProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lf.Close()
-	if ok, err := tryLockFile(lf); !ok || err != nil {
+	if ok, err := filelock.TryLock(lf); !ok || err != nil {
 		t.Fatalf("lock: %v %v", ok, err)
 	}
 	fi, err := os.Stat(filepath.Join(data, "filesystem", "write-locks"))
@@ -962,7 +963,7 @@ func TestWriteLockAcrossProcesses(t *testing.T) {
 	if chgRead(t, f) != "old\n" {
 		t.Fatal("changed while the lock was held")
 	}
-	unlockFile(lf)
+	_ = filelock.Unlock(lf)
 	if o := <-done; o.Result.Code != 0 || chgRead(t, f) != "new\n" {
 		t.Fatalf("after unlock: %s", o)
 	}

@@ -139,21 +139,3 @@ func (d *pinnedDir) sync(req *sdk.Request) {
 		req.Log.Warn("cannot flush directory", "dir", d.canon, "err", err)
 	}
 }
-
-// tryLockFile takes an exclusive flock on f without waiting; false means another
-// holder has it.
-func tryLockFile(f *os.File) (bool, error) {
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		switch {
-		case err == nil:
-			return true, nil
-		case errors.Is(err, unix.EWOULDBLOCK):
-			return false, nil
-		case !errors.Is(err, unix.EINTR):
-			return false, err
-		}
-	}
-}
-
-func unlockFile(f *os.File) { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN) }

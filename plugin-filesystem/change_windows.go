@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/sys/windows"
-
 	"github.com/yuzugo/yuzu/sdk"
 
 	"github.com/yuzugo/yuzu/plugin-filesystem/internal/pathcheck"
@@ -92,21 +90,3 @@ func (d *pinnedDir) removeIfSame(name string, fi os.FileInfo) {
 
 // sync does nothing: Windows has no directory handle to flush.
 func (d *pinnedDir) sync(*sdk.Request) {}
-
-// tryLockFile takes an exclusive lock on the first byte of f without waiting.
-func tryLockFile(f *os.File) (bool, error) {
-	ol := new(windows.Overlapped)
-	err := windows.LockFileEx(windows.Handle(f.Fd()),
-		windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, ol)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, windows.ERROR_LOCK_VIOLATION), errors.Is(err, windows.ERROR_IO_PENDING):
-		return false, nil
-	}
-	return false, err
-}
-
-func unlockFile(f *os.File) {
-	_ = windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, new(windows.Overlapped))
-}

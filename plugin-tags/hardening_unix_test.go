@@ -106,7 +106,7 @@ func TestHostileFiles(t *testing.T) {
 			path := filepath.Join(dir, "tags.json")
 			k.make(t, path)
 			c := startChild(t, sdk.Config{DataDir: dir}, nil)
-			want := "error|tags store unreadable: " + path + " " + k.says + "\n" + undeclared + rc1
+			want := "error|tags store unreadable: " + path + " " + k.says + notRegular + "\n" + undeclared + rc1
 			for _, s := range []step{
 				{"set", kv("key", "k", "value", "v"), want},
 				{"get", kv("key", "k"), want},
@@ -143,7 +143,7 @@ func TestHostileFiles(t *testing.T) {
 					t.Errorf("%s: got %q want %q", s.action, got, s.want)
 				}
 			}
-			want := "tags: state not persisted: lock: " + path + ".lock " + k.says
+			want := "tags: state not persisted: lock: " + path + ".lock " + k.says + notRegular
 			c.waitLog("saying "+want, func(m map[string]any) bool { return message(m) == want })
 			if got := readFile(t, path); got != content {
 				t.Errorf("tags.json written without the lock: %q", got)

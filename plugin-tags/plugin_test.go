@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/safefile"
 	"github.com/yuzugo/yuzu/sdk/sdktest"
 )
 
@@ -20,6 +21,10 @@ const (
 	loadFailed    = "[result_status] CONSTRAINED / PARTIAL / tags:load_failed\n"
 	rc1           = "[rc] 1\n"
 )
+
+// notRegular ends the store's refusal of something other than a regular file, after
+// the path and what is there (safefile's wording).
+var notRegular = ": " + safefile.ErrNotRegular.Error()
 
 // step is one command and the full capture text it must produce.
 type step struct {
@@ -422,7 +427,7 @@ func TestUnreadableDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := sdktest.New(t, newPlugin(), sdk.Config{DataDir: dir})
-	want := "error|tags store unreadable: " + path + " is a directory\n" + undeclared + rc1
+	want := "error|tags store unreadable: " + path + " is a directory" + notRegular + "\n" + undeclared + rc1
 	var steps []step
 	for _, s := range []step{
 		{"set", kv("key", "k", "value", "v"), ""},

@@ -9,25 +9,53 @@ import (
 	"github.com/yuzugo/yuzu/sdk/safefile"
 )
 
-// notRegular is the refusal of an entry at path whose type, mode, is not a regular file.
-func notRegular(path string, mode fs.FileMode) error {
-	return fmt.Errorf("%s is %s", path, safefile.Describe(mode))
+// openData opens the store file at path for reading when it is a regular file of ours.
+// safefile.Open refuses a symbolic link, never blocks on a FIFO and checks the type on
+// the open descriptor; vetFile adds the store's own checks (owner, link count), also
+// on the descriptor's stat, so nothing can be swapped in between. A missing file gives
+// an error wrapping fs.ErrNotExist.
+func openData(path string) (*os.File, fs.FileInfo, error) {
+	f, fi, err := safefile.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := vetFile(f, fi); err != nil {
+		_ = f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
 }
 
-// openError turns a failed open of path into the error to report. When something other
-// than a regular file is at path (the open failed because it is a link, a directory,
-// a socket), the error says what it is; otherwise it is the open's own error, which
-// wraps fs.ErrNotExist when nothing is there. The lstat only words the message: the
-// open has already refused.
-func openError(path string, err error) error {
-	pathErr := &fs.PathError{Op: "open", Path: path, Err: err}
-	if errors.Is(pathErr, fs.ErrNotExist) {
-		return pathErr
+// openLockFile opens the lock file at path, creating it with mode 0600 when missing.
+// An existing one is opened as the store file is, read-only (a lock needs no write
+// access, and a read-only file system or a lock file without write permission must
+// still be lockable), and is narrowed to 0600 when it is wider: anyone who can open
+// it can lock it and hold every write up.
+func openLockFile(path string) (*os.File, error) {
+	// O_EXCL never follows a symbolic link, dangling or not: anything already at
+	// path makes this fail, and the open below judges it.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
+	if err == nil {
+		if err := setMode(f); err != nil {
+			_ = f.Close()
+			return nil, err
+		}
+		return f, nil
 	}
-	if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
-		return notRegular(path, fi.Mode())
+	createErr := err
+	f, fi, err := openData(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) && !errors.Is(createErr, fs.ErrExist) {
+			// Nothing is there because it could not be created: that is the
+			// reason to give (a data dir without write permission, a full disk).
+			return nil, createErr
+		}
+		return nil, err
 	}
-	return pathErr
+	// Failing to narrow an old lock file (read-only file system) is not worth
+	// refusing the lock.
+	_ = narrowMode(f, fi)
+	return f, nil
 }
 
 // tooManyLinks is the refusal of a file with other hard links: each write of ours

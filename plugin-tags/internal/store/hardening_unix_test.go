@@ -16,7 +16,13 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/yuzugo/yuzu/sdk/safefile"
 )
+
+// notRegular ends the refusal of something other than a regular file (safefile's
+// wording, after the path and what is there).
+var notRegular = ": " + safefile.ErrNotRegular.Error()
 
 func perm(t *testing.T, path string) fs.FileMode {
 	t.Helper()
@@ -78,7 +84,7 @@ func TestHostileDataFile(t *testing.T) {
 			dir := shortTempDir(t)
 			path := filepath.Join(dir, FileName)
 			h.make(t, path)
-			want := path + " " + h.says
+			want := path + " " + h.says + notRegular
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
@@ -87,7 +93,7 @@ func TestHostileDataFile(t *testing.T) {
 				_, uerr := s.Update(context.Background(), nil, func(map[string]string) { t.Error("Update ran fn") })
 				for _, err := range []error{rerr, uerr} {
 					var u *UnreadableError
-					if !errors.As(err, &u) || err.Error() != want {
+					if !errors.As(err, &u) || !errors.Is(err, safefile.ErrNotRegular) || err.Error() != want {
 						t.Errorf("got %v, want UnreadableError %q", err, want)
 					}
 				}
@@ -117,7 +123,7 @@ func TestHostileLockFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			h.make(t, path+LockSuffix)
-			want := "lock: " + path + LockSuffix + " " + h.says
+			want := "lock: " + path + LockSuffix + " " + h.says + notRegular
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
@@ -158,8 +164,8 @@ func TestSymlinkToSecret(t *testing.T) {
 	s := Open(context.Background(), dir, nil)
 	var seen map[string]string
 	_, err := s.Read(context.Background(), nil, func(m map[string]string) { seen = m })
-	if err == nil || err.Error() != path+" is a symbolic link" || seen != nil {
-		t.Errorf("Read = %v (saw %v), want %q", err, seen, path+" is a symbolic link")
+	if want := path + " is a symbolic link" + notRegular; err == nil || err.Error() != want || seen != nil {
+		t.Errorf("Read = %v (saw %v), want %q", err, seen, want)
 	}
 	if _, err := s.Update(context.Background(), nil, func(m map[string]string) { m["x"] = "y" }); err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("Update = %v", err)
@@ -193,7 +199,7 @@ func TestLockSymlinkNotFollowed(t *testing.T) {
 			}
 			s := Open(context.Background(), dir, nil)
 			st := update(t, s, nil, "a", "1")
-			if want := "lock: " + lockPath + " is a symbolic link"; st.PersistErr == nil || st.PersistErr.Error() != want {
+			if want := "lock: " + lockPath + " is a symbolic link" + notRegular; st.PersistErr == nil || st.PersistErr.Error() != want {
 				t.Errorf("state %+v, want PersistErr %q", st, want)
 			}
 			fi, err := os.Lstat(victim)

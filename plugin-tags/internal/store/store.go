@@ -31,7 +31,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -42,6 +41,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/yuzugo/yuzu/sdk/atomicfile"
+	"github.com/yuzugo/yuzu/sdk/safefile"
 )
 
 // FileName is the store file's name inside the data dir.
@@ -413,7 +413,7 @@ func unchanged(old, info os.FileInfo, err error) bool {
 // without following a link and without blocking, and its type, owner and link count
 // are checked on the open descriptor, so nothing can be swapped in between.
 func (s *Store) readDisk() (snapshot, error) {
-	f, err := openData(s.path)
+	f, info, err := openData(s.path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return snapshot{}, nil
@@ -424,16 +424,9 @@ func (s *Store) readDisk() (snapshot, error) {
 		return snapshot{}, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
+	data, err := safefile.ReadAll(f, info, int64(s.maxBytes))
 	if err != nil {
 		return snapshot{}, err
-	}
-	data, err := io.ReadAll(io.LimitReader(f, int64(s.maxBytes)+1))
-	if err != nil {
-		return snapshot{}, fmt.Errorf("read %s: %w", s.path, err)
-	}
-	if len(data) > s.maxBytes {
-		return snapshot{}, fmt.Errorf("%s is larger than %d bytes", s.path, s.maxBytes)
 	}
 	return snapshot{info: info, data: data}, nil
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/yuzugo/yuzu/sdk/safefile"
 )
 
 func names(t *testing.T, dir string) []string {
@@ -171,8 +173,8 @@ func TestTooLarge(t *testing.T) {
 	s := Open(context.Background(), dir, nil)
 	_, err := s.Update(context.Background(), nil, func(tags map[string]string) { tags["a"] = "1" })
 	var u *UnreadableError
-	if !errors.As(err, &u) || !strings.Contains(err.Error(), "larger than") {
-		t.Errorf("Update = %v, want UnreadableError", err)
+	if !errors.As(err, &u) || !errors.Is(err, safefile.ErrTooLarge) || !strings.HasPrefix(err.Error(), path+" is ") {
+		t.Errorf("Update = %v, want UnreadableError for a file too large, naming %s", err, path)
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Size() != MaxFileBytes+1 {
 		t.Errorf("file changed: %v %v", fi, err)
