@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -550,7 +548,7 @@ func createFile(ctx context.Context, req *sdk.Request, out *sdk.Output, base, ra
 	}
 	defer lock.release()
 	name := filepath.Base(newPath)
-	tmp, err := tempSibling(name)
+	tmp, err := atomicfile.TempName(name)
 	if err != nil {
 		return fail("failed to create file")
 	}
@@ -597,17 +595,6 @@ func createFile(ctx context.Context, req *sdk.Request, out *sdk.Output, base, ra
 	}
 	dir.sync(req)
 	return len(content), nil
-}
-
-// tempSibling names the temporary file a new file is written to, in the atomic
-// writer's pattern (<name>.tmp.<16 hex>) so that a leftover of a crash is recognised
-// and removed by the next write in that directory.
-func tempSibling(name string) (string, error) {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	return name + ".tmp." + hex.EncodeToString(b[:]), nil
 }
 
 // ---- append ----

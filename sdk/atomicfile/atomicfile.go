@@ -37,8 +37,11 @@ const tempInfix = ".tmp."
 // tempHexLen is the length of the random suffix: 8 random bytes in lowercase hex.
 const tempHexLen = 16
 
-// tempName returns the sibling temp path for target.
-func tempName(target string) (string, error) {
+// TempName returns a fresh sibling temp path for target, in the pattern IsTempName
+// recognises (<target>.tmp.<16 hex digits>): a writer that must create its file some
+// other way than Write (through a directory descriptor, say) names it with this, so a
+// leftover of a crash is still found and removed by RemoveStale.
+func TempName(target string) (string, error) {
 	var b [tempHexLen / 2]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
@@ -83,7 +86,7 @@ func WriteMode(path string, data []byte, perm fs.FileMode) error {
 // can only narrow it; with exact set, an explicit chmod then gives it exactly perm.
 func write(path string, data []byte, perm fs.FileMode, exact bool) error {
 	dir := filepath.Dir(path)
-	tmp, err := tempName(path)
+	tmp, err := TempName(path)
 	if err != nil {
 		return fmt.Errorf("atomic write %s: %w", path, err)
 	}

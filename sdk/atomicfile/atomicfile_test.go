@@ -315,7 +315,7 @@ func TestOpenExclusiveRefusesExistingPath(t *testing.T) {
 func TestTempNameShape(t *testing.T) {
 	seen := map[string]bool{}
 	for range 100 {
-		name, err := tempName("/d/target")
+		name, err := TempName("/d/target")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -40,7 +40,7 @@ func FuzzIsTempName(f *testing.F) {
 		if base == "" {
 			return
 		}
-		gen, err := tempName(base)
+		gen, err := TempName(base)
 		if err != nil {
 			t.Fatal(err)
 		}
