@@ -286,15 +286,12 @@ func read(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, e
 	limit, _ := req.Params.Int("limit", 100)
 	limit = min(max(limit, 1), readMaxLimit)
 
-	f, failed := openRegular(out, base, canon, fi, maxTextFile)
+	f, now, failed := openRegular(out, base, canon, fi, maxTextFile)
 	if f == nil {
 		return failed, nil
 	}
 	defer f.Close()
-	size := fi.Size()
-	if now, err := f.Stat(); err == nil {
-		size = now.Size()
-	}
+	size := now.Size()
 
 	// The file may grow while it is read; it is read to its end, but never past
 	// the cap the size check promised.
@@ -329,26 +326,26 @@ func read(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, e
 
 // openRegular opens canon, which a stat has just shown to be the regular file fi of
 // at most limit bytes, without following links and without blocking, and checks
-// on the open descriptor that it is still that file. On failure the error row has
-// been written and the file is nil.
-func openRegular(out *sdk.Output, base, canon string, fi fs.FileInfo, limit int64) (*os.File, sdk.Result) {
+// on the open descriptor that it is still that file, whose stat it returns. On failure
+// the error row has been written and the file is nil.
+func openRegular(out *sdk.Output, base, canon string, fi fs.FileInfo, limit int64) (*os.File, fs.FileInfo, sdk.Result) {
 	f, err := openForRead(base, canon)
 	if err != nil {
 		if isSwap(err) {
-			return nil, out.Fail(msgNotAccessible)
+			return nil, nil, out.Fail(msgNotAccessible)
 		}
-		return nil, out.Fail(msgOpenFailed)
+		return nil, nil, out.Fail(msgOpenFailed)
 	}
 	now, err := f.Stat()
 	if err != nil || !now.Mode().IsRegular() || !os.SameFile(fi, now) {
 		f.Close()
-		return nil, out.Fail(msgNotAccessible)
+		return nil, nil, out.Fail(msgNotAccessible)
 	}
 	if now.Size() > limit {
 		f.Close()
-		return nil, out.Fail(tooLarge(now.Size()))
+		return nil, nil, out.Fail(tooLarge(now.Size()))
 	}
-	return f, sdk.Undeclared()
+	return f, now, sdk.Undeclared()
 }
 
 // ---- search_dir ----
