@@ -16,6 +16,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 )
 
 // ErrTooLarge is wrapped by ReadFile when a file is over its bound.
@@ -86,6 +87,41 @@ func ReadAll(f *os.File, fi fs.FileInfo, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s grew over the %d-byte limit while being read: %w", f.Name(), limit, ErrTooLarge)
 	}
 	return data, nil
+}
+
+// TrustedDir refuses a directory that someone other than root or this process's user
+// could change: dir itself, after symbolic links are resolved, and every directory
+// above it up to the root must be owned by one of them and not writable by group or
+// others (a sticky parent such as /tmp is allowed: others cannot rename or remove what
+// is ours in it). Whoever can write to a directory or any parent can swap what the
+// agent later reads or runs from it. The error starts with dir: "<dir> refused: ...",
+// "<dir> is not a directory" or "<dir>: <lookup error>".
+func TrustedDir(dir string) error {
+	real, err := filepath.EvalSymlinks(dir)
+	if err == nil {
+		real, err = filepath.Abs(real)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	for p := real; ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+		if p == real && !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory", dir)
+		}
+		if err := Trusted(fi, p != real); err != nil {
+			if p == real {
+				return fmt.Errorf("%s refused: %v", dir, err)
+			}
+			return fmt.Errorf("%s refused: its parent %s is %v", dir, p, err)
+		}
+		if filepath.Dir(p) == p {
+			return nil
+		}
+	}
 }
 
 // Describe names the kind of file a mode stands for, for error messages: "a directory",

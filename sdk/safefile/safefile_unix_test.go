@@ -116,3 +116,50 @@ func TestTrusted(t *testing.T) {
 		}
 	}
 }
+
+// TrustedDir looks at the directory (through links) and at every parent: a writable
+// directory or a writable parent is refused, a sticky writable parent is not.
+func TestTrustedDir(t *testing.T) {
+	root := t.TempDir()
+	mk := func(name string, mode os.FileMode) string {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := mk("good", 0o755)
+	open := mk("open", 0o777)
+	under := mk("open/inner", 0o700)
+	mk("sticky", 0o777|os.ModeSticky)
+	inSticky := mk("sticky/inner", 0o700)
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(good, link); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(root, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ dir, want string }{
+		{good, ""},
+		{link, ""},
+		{inSticky, ""},
+		{open, open + " refused: group- or world-writable (mode 0777)"},
+		{under, under + " refused: its parent " + open + " is group- or world-writable (mode 0777)"},
+		{file, file + " is not a directory"},
+		{filepath.Join(root, "missing"), filepath.Join(root, "missing") + ": "},
+	}
+	for _, c := range cases {
+		err := TrustedDir(c.dir)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("TrustedDir(%s) = %v, want nil", c.dir, err)
+		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want)):
+			t.Errorf("TrustedDir(%s) = %v, want an error starting %q", c.dir, err, c.want)
+		}
+	}
+}

@@ -171,8 +171,10 @@ func openWith(dir string, delay time.Duration) (*Journal, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("journal: %s is %s, not a directory", dir, safefile.Describe(fi.Mode()))
 	}
-	if err := safefile.Trusted(fi, false); err != nil {
-		return nil, fmt.Errorf("journal: directory %s may be changed by others: %w", dir, err)
+	// The directory and every parent: whoever could write to a parent could swap
+	// the directory the later reads and writes go through.
+	if err := safefile.TrustedDir(dir); err != nil {
+		return nil, fmt.Errorf("journal: directory %w", err)
 	}
 	j := &Journal{
 		dir:     dir,
