@@ -97,8 +97,9 @@ file="$tmp/child.log"
 results="$tmp/child.txt"
 (cd "$here" && "$go" test -c -o "$tmp/filesystem.test" .)
 echo "generating $file and searching it through the plugin ..." >&2
-SEARCH_CHILD_BENCH_FILE="$file" "$tmp/filesystem.test" -test.run='^$' \
-	-test.bench='^BenchmarkSearchChild$' -test.benchtime=5x -test.count="$runs" >"$results"
+# From the module's directory: the benchmark builds the plugin from the package there.
+(cd "$here" && SEARCH_CHILD_BENCH_FILE="$file" "$tmp/filesystem.test" -test.run='^$' \
+	-test.bench='^BenchmarkSearchChild$' -test.benchtime=5x -test.count="$runs") >"$results"
 size=$(wc -c <"$file")
 row "child: literal (-F)" Child/literal 1.5 -F -e "$lit"
 row "child: regex+lit (-E)" Child/regex_with_literal 1.5 -E -e "$re_lit"
