@@ -99,7 +99,8 @@ results="$tmp/child.txt"
 echo "generating $file and searching it through the plugin ..." >&2
 # From the module's directory: the benchmark builds the plugin from the package there.
 (cd "$here" && SEARCH_CHILD_BENCH_FILE="$file" "$tmp/filesystem.test" -test.run='^$' \
-	-test.bench='^BenchmarkSearchChild$' -test.benchtime=5x -test.count="$runs") >"$results"
+	-test.bench='^BenchmarkSearchChild$' -test.benchtime=5x -test.count="$runs") >"$results" ||
+	{ cat "$results" >&2; echo "the child benchmark failed" >&2; exit 1; }
 size=$(wc -c <"$file")
 row "child: literal (-F)" Child/literal 1.5 -F -e "$lit"
 row "child: regex+lit (-E)" Child/regex_with_literal 1.5 -E -e "$re_lit"
