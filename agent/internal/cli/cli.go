@@ -349,6 +349,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := interruptible(log)
 	defer stop()
+	defer watchDumps(log)()
 
 	var code int
 	switch pos[0] {
