@@ -9,11 +9,11 @@
 // segment through sdk/atomicfile, so a segment is either whole or absent; many callers
 // waiting at once share one write (group commit).
 //
-// Only a terminal answer has to be on disk before anyone goes on: Finish returns once
-// its record is written, so an answer never leaves before the record that replays it.
-// A start record is not waited for either, but the writer is woken for it at once:
-// it is what keeps a command the agent was killed in from running again after the
-// restart, so its window stays one write long. A delivery record (MarkSent) rides with
+// Two records are waited for. Finish returns once a terminal answer is written, so an
+// answer never leaves before the record that replays it. A start record is written at
+// once and its caller waits for it before the command runs (Started), so a command
+// the agent was killed in is always known after the restart: answered there, never
+// run again and never left silent. A delivery record (MarkSent) rides with
 // the next flush, or goes on its own once it has waited lazyDelay (0.1 s), so a
 // command costs two writes rather than three; a crash in that moment loses it, and the
 // answer counts as unsent and is sent once more after the restart, which a fleet
@@ -345,17 +345,23 @@ func (j *Journal) Unsent() []Entry {
 // ErrClosed is returned by Finish after Close.
 var ErrClosed = errors.New("journal closed")
 
-// Started records that a command has started. It does not wait for the disk, but the
-// writer goes at once: a crash in the next moment only loses the knowledge that the
-// command was interrupted.
-func (j *Journal) Started(id string) {
+// Started records that a command has been accepted and returns at once. The writer
+// goes at once, and the channel receives the outcome of the write that carries the
+// record (nil: it is on disk). The caller waits for it before the command runs: a
+// command the agent is killed in is then always known after the restart and answered
+// there, however slowly the disk or a loaded machine wrote the record.
+func (j *Journal) Started(id string) <-chan error {
+	w := make(chan error, 1)
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.closed {
-		return
+		w <- ErrClosed
+		return w
 	}
 	j.started[id] = true
 	j.queue(record{Op: opStart, ID: id}, true)
+	j.waiters = append(j.waiters, w)
+	return w
 }
 
 // Finish records a command's outcome and returns once it is on disk, so that an answer

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -266,5 +267,40 @@ func TestClosed(t *testing.T) {
 	j.MarkSent("late")
 	if err := j.Close(); err != nil {
 		t.Errorf("second Close = %v", err)
+	}
+}
+
+// Started's channel answers only once the start record is on disk: a copy of the
+// directory taken at that moment, as a crash would leave it, knows the command.
+func TestStartedIsDurableWhenItAnswers(t *testing.T) {
+	dir := t.TempDir()
+	j := open(t, dir)
+	defer closeJ(t, j)
+	if err := <-j.Started("x"); err != nil {
+		t.Fatal(err)
+	}
+	crashed := t.TempDir()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, de := range des {
+		b, err := os.ReadFile(filepath.Join(dir, de.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(crashed, de.Name()), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := open(t, crashed)
+	defer closeJ(t, after)
+	if got := after.Interrupted(); !slices.Equal(got, []string{"x"}) {
+		t.Errorf("after the crash, Interrupted = %v, want [x]", got)
+	}
+	closed := open(t, t.TempDir())
+	closeJ(t, closed)
+	if err := <-closed.Started("y"); !errors.Is(err, ErrClosed) {
+		t.Errorf("Started after Close: %v, want ErrClosed", err)
 	}
 }
