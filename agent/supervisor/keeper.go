@@ -410,6 +410,27 @@ func (k *keeper) acquire(ctx context.Context) (*child, error) {
 	}
 }
 
+// acquireBy is acquire bounded by a command's deadline (none when zero): a plugin that
+// is slow to start, or waiting out a restart, must not leave the command unanswered
+// past it.
+func (k *keeper) acquireBy(ctx context.Context, deadline time.Time, timeout time.Duration) (*child, error) {
+	if deadline.IsZero() {
+		return k.acquire(ctx)
+	}
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	c, err := k.acquire(wctx)
+	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
+		st := k.status()
+		what := fmt.Sprintf("plugin %s to start (%s", k.bin.Name, st.State)
+		if st.LastError != "" {
+			what += ": " + st.LastError
+		}
+		return nil, &WaitTimeoutError{Plugin: k.bin.Name, Deadline: timeout, For: what + ")"}
+	}
+	return c, err
+}
+
 // stop ends the running child gracefully and leaves the plugin stopped; it returns
 // once the child is gone.
 func (k *keeper) stop() {
@@ -473,7 +494,7 @@ func (k *keeper) execute(ctx context.Context, req Request, onRows func([]string)
 	if timeout <= 0 && !deadline.IsZero() {
 		timeout = deadline.Sub(start)
 	}
-	c, err := k.acquire(ctx)
+	c, err := k.acquireBy(ctx, deadline, timeout)
 	if err != nil {
 		return sdk.Result{}, err
 	}

@@ -329,6 +329,28 @@ func TestKeeperDeadlineKill(t *testing.T) {
 	}
 }
 
+// The deadline also bounds the wait for a child: a command whose plugin is still
+// starting, or waiting out a restart, when its deadline passes is answered then with
+// WaitTimeoutError naming the state, and the plugin goes on starting for the next.
+func TestKeeperDeadlineCoversTheStart(t *testing.T) {
+	l := &fakeLauncher{delay: 500 * time.Millisecond}
+	s := newTestSupervisor(t, l, Options{BackoffMin: time.Hour, BackoffMax: time.Hour})
+	_, _, err := run(s, "ok", "", 50*time.Millisecond)
+	var waited *WaitTimeoutError
+	if !errors.As(err, &waited) || err.Error() != "command timed out after 0.05s waiting for plugin fake to start (starting); it did not run" {
+		t.Fatalf("during the start: %v, want WaitTimeoutError", err)
+	}
+	waitState(t, s, StateRunning)
+	if _, _, err := run(s, "crash", "", time.Second); err == nil {
+		t.Fatal("the crash answered without an error")
+	}
+	waitState(t, s, StateBackoff)
+	_, _, err = run(s, "ok", "", 50*time.Millisecond)
+	if !errors.As(err, &waited) || err.Error() != "command timed out after 0.05s waiting for plugin fake to start (backoff: exited unexpectedly (exit status 3)); it did not run" {
+		t.Fatalf("during the backoff: %v, want WaitTimeoutError", err)
+	}
+}
+
 // A cancelled command whose handler stops in time costs nothing; one whose handler
 // ignores the cancellation is killed after the grace period.
 func TestKeeperCancellation(t *testing.T) {
