@@ -80,6 +80,12 @@ type Options struct {
 	Heartbeat time.Duration
 	// Timeout is each command's deadline: 600 s.
 	Timeout time.Duration
+	// AnswerGrace is how long past its deadline a running command may go unanswered
+	// before the session answers it itself (TIMEOUT, command_unanswered): 10 s. The
+	// supervisor kills a plugin 5 s past the deadline and reports within about 2 s
+	// more, so this fires only when something on the path is stuck; a command the
+	// agent accepted is always answered (docs/fleet.md).
+	AnswerGrace time.Duration
 
 	AgentID      string
 	AgentVersion string
@@ -112,6 +118,7 @@ func (o *Options) defaults() {
 	}
 	def(&o.Heartbeat, 30*time.Second)
 	def(&o.Timeout, 600*time.Second)
+	def(&o.AnswerGrace, 10*time.Second)
 	def(&o.BackoffBase, defaultBackoffBase)
 	def(&o.BackoffMax, defaultBackoffMax)
 	def(&o.StopWait, 15*time.Second)

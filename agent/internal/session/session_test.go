@@ -165,8 +165,11 @@ func TestRelayChunks(t *testing.T) {
 	if err := r.rows([]string{big, "tail"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.flush(); err != nil {
+	if err := r.end(""); err != nil {
 		t.Fatal(err)
+	}
+	if err := r.rows([]string{"late"}); !errors.Is(err, errAnswered) {
+		t.Errorf("a row after the end: %v, want errAnswered", err)
 	}
 	var got []string
 	for s.out.len() > 0 {
