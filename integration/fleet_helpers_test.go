@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -236,7 +237,8 @@ func (f *fleet) do(t testing.TB, ctx context.Context, cmd *agentv1.CommandReques
 	f.mu.Lock()
 	a, timeout := f.last, f.timeout
 	f.mu.Unlock()
-	limit := timeout + answerGrace + transportSlack + time.Duration(cmd.GetDelaySeconds()+cmd.GetStaggerSeconds())*time.Second
+	wait := func(secs int32) time.Duration { return time.Duration(min(max(secs, 0), 300)) * time.Second }
+	limit := timeout + answerGrace + transportSlack + wait(cmd.GetDelaySeconds()) + wait(cmd.GetStaggerSeconds())
 	if took := time.Since(start); err == nil && timeout > 0 && took > limit {
 		t.Errorf("command %q answered after %s, more than its %s deadline plus the agent's %s grace (and %s for the trip)",
 			cmd.GetCommandId(), took.Round(time.Millisecond), timeout, answerGrace, transportSlack)
@@ -246,9 +248,32 @@ func (f *fleet) do(t testing.TB, ctx context.Context, cmd *agentv1.CommandReques
 		if a != nil {
 			dump = a.goroutines()
 		}
-		t.Fatalf("command %q: %v (so far %+v)\nagent goroutines:\n%s", cmd.GetCommandId(), err, r, dump)
+		t.Fatalf("command %q: %v (so far %+v)\nagent goroutines:\n%s\ntest fleet server goroutines:\n%s", cmd.GetCommandId(), err, r, dump, serverGoroutines())
 	}
 	return r
+}
+
+// serverGoroutines are the stacks of this test binary's goroutines that are in the
+// test fleet server or in a gRPC transport (the server's connections among them): the
+// other half of "where did the command wait?".
+func serverGoroutines() string {
+	var out []string
+	for _, g := range strings.Split(stacks(), "\n\n") {
+		if strings.Contains(g, "fleetserver") || strings.Contains(g, "grpc/internal/transport") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
+}
+
+// stacks is every goroutine's stack in this process.
+func stacks() string {
+	for n := 1 << 20; ; n *= 2 {
+		buf := make([]byte, n)
+		if k := runtime.Stack(buf, true); k < n {
+			return string(buf[:k])
+		}
+	}
 }
 
 // dumpMarker begins the agent's goroutine dump in its log.
