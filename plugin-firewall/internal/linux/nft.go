@@ -75,7 +75,7 @@ func nftRows(nft NftResult, rules bool) []row.Row {
 	for _, c := range nft.Chains {
 		if c.Base {
 			out = append(out, parse.NftChainRow(c.Family, c.Table, c.Name,
-				parse.HookName(c.Hook, true), parse.PolicyName(c.Policy, c.HasPolicy)))
+				parse.HookName(c.Family, c.Hook, true), parse.PolicyName(c.Policy, c.HasPolicy)))
 		}
 	}
 	for _, r := range nft.Rules {
