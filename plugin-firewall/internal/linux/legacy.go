@@ -244,11 +244,13 @@ func (r *legacyReader) dump(ctx context.Context, tools []string) (parse.IptDump,
 			}
 			continue
 		}
+		// A tool that ended by itself within the bound is judged on its output, even
+		// if the bound passes a moment later.
 		switch {
-		case res.TimedOut, res.Reason == subprocess.ReasonCancelled, ctx.Err() != nil:
-			return parse.IptDump{}, parse.ReasonTimeout
 		case res.OutputTruncated:
 			return parse.IptDump{}, reasonTruncated
+		case res.TimedOut, res.Reason == subprocess.ReasonCancelled:
+			return parse.IptDump{}, parse.ReasonTimeout
 		case res.Reason != subprocess.ReasonExited:
 			return parse.IptDump{}, parse.ReasonIOError
 		case res.ExitCode != 0:
