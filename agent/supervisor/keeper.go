@@ -110,6 +110,8 @@ type (
 	evLaunched struct {
 		c   Child
 		err error
+		// slow says the start failed because it ran out of StartTimeout.
+		slow bool
 	}
 	evExited      struct{ c *child }
 	evBackoffDone struct{}
@@ -145,7 +147,7 @@ func (k *keeper) run() {
 		case evAcquire:
 			k.onAcquire(e.reply)
 		case evLaunched:
-			k.onLaunched(e.c, e.err)
+			k.onLaunched(e.c, e.err, e.slow)
 		case evExited:
 			k.onExited(e.c)
 		case evBackoffDone:
@@ -244,13 +246,14 @@ func (k *keeper) launch(reason string) {
 		ctx, cancel := context.WithTimeout(context.Background(), o.StartTimeout)
 		defer cancel()
 		c, err := k.sup.launcher.Launch(ctx, k.bin, cfg)
-		if !k.send(evLaunched{c: c, err: err}) && c != nil {
+		slow := err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
+		if !k.send(evLaunched{c: c, err: err, slow: slow}) && c != nil {
 			c.Kill()
 		}
 	}()
 }
 
-func (k *keeper) onLaunched(c Child, err error) {
+func (k *keeper) onLaunched(c Child, err error, slow bool) {
 	k.launching = false
 	if len(k.stopping) > 0 {
 		if c != nil {
@@ -271,6 +274,12 @@ func (k *keeper) onLaunched(c Child, err error) {
 			k.transition(StateRefused, err.Error())
 		} else {
 			k.failure(err.Error())
+			if slow && k.state == StateBackoff {
+				// A start that ran out of time on a busy machine may well make it
+				// on the restart just scheduled: the commands waiting for it keep
+				// waiting, each no longer than its own deadline (acquireBy).
+				return
+			}
 		}
 		k.answer(acquired{err: err})
 		return

@@ -155,7 +155,9 @@ func newTestSupervisor(t *testing.T, l *fakeLauncher, opts Options) *Supervisor 
 		t.Fatal(err)
 	}
 	opts.PluginDir = dir
-	opts.Launcher = l
+	if opts.Launcher == nil {
+		opts.Launcher = l
+	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v
@@ -349,6 +351,42 @@ func TestKeeperDeadlineCoversTheStart(t *testing.T) {
 	if !errors.As(err, &waited) || err.Error() != "command timed out after 0.05s waiting for plugin fake to start (backoff: exited unexpectedly (exit status 3)); it did not run" {
 		t.Fatalf("during the backoff: %v, want WaitTimeoutError", err)
 	}
+}
+
+// A start that runs out of StartTimeout (a busy machine) is retried after the backoff,
+// and a command waiting for it waits for the retry within its own deadline rather
+// than failing with the first start's error.
+func TestKeeperSlowStartRetriedForTheWaitingCommand(t *testing.T) {
+	l := &fakeLauncher{}
+	l.fail = func(n int) error {
+		if n == 1 {
+			return errors.New("configure: deadline exceeded")
+		}
+		return nil
+	}
+	slow := &slowFirstLauncher{fakeLauncher: l}
+	s := newTestSupervisor(t, l, Options{Launcher: slow, StartTimeout: 50 * time.Millisecond})
+	rows, _, err := run(s, "ok", "c", 10*time.Second)
+	if err != nil || rows != "ok|c" {
+		t.Fatalf("rows %q, error %v: want the command answered by the restarted child", rows, err)
+	}
+	if n := len(l.startTimes()); n != 2 {
+		t.Errorf("%d starts, want the slow one and its retry", n)
+	}
+	if st := s.Status()[0]; st.Restarts != 1 {
+		t.Errorf("restarts %d, want the slow start counted", st.Restarts)
+	}
+}
+
+// slowFirstLauncher makes its first start outlast its context, as a start on a busy
+// machine would, then fails it with the fake's error.
+type slowFirstLauncher struct{ *fakeLauncher }
+
+func (l *slowFirstLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (Child, error) {
+	if len(l.startTimes()) == 0 {
+		<-ctx.Done()
+	}
+	return l.fakeLauncher.Launch(ctx, b, cfg)
 }
 
 // A cancelled command whose handler stops in time costs nothing; one whose handler
