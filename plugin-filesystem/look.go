@@ -393,7 +393,7 @@ func searchDir(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Resu
 		if err != nil {
 			return out.Fail("invalid regex: " + err.Error()), nil
 		}
-		match = re.MatchString
+		match = pattern.NewMatcher(re).MatchString
 	}
 	maxDepth, _ := req.Params.Int("max_depth", 5)
 	maxDepth = min(max(maxDepth, 1), 20)

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -17,8 +18,10 @@ const benchSize = 100 << 20
 // The benchmark patterns, also used by bench/search_vs_grep.sh for the grep side.
 const (
 	benchLiteral        = "ERROR disk"
+	benchLiteralFold    = "error disk"
 	benchRegexLiteral   = `disk sd[a-z][0-9]+ failed`
 	benchRegexNoLiteral = `[A-Z]{5}\s[a-z]{4}\s[a-z]{2}[a-z][0-9]`
+	benchNameRegex      = `[a-z]+_[0-9]{2,4}[a-z]*\.[a-z]{3}`
 )
 
 var (
@@ -120,7 +123,7 @@ func BenchmarkSearchLiteral(b *testing.B) {
 }
 
 func BenchmarkSearchLiteralFold(b *testing.B) {
-	benchSearch(b, NewLiteralSearcher("error disk", true))
+	benchSearch(b, NewLiteralSearcher(benchLiteralFold, true))
 }
 
 func BenchmarkSearchRegexLiteral(b *testing.B) {
@@ -141,4 +144,146 @@ func BenchmarkSearchRegexNoLiteral(b *testing.B) {
 		b.Fatalf("pattern %q unexpectedly has a required literal", benchRegexNoLiteral)
 	}
 	benchSearch(b, s)
+}
+
+// BenchmarkSearchRegexNoLiteralGo is the same search with Go's regexp alone, the
+// engine the DFA replaces, for comparison.
+func BenchmarkSearchRegexNoLiteralGo(b *testing.B) {
+	re, err := Compile(benchRegexNoLiteral, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := NewRegexSearcher(re)
+	s.prog = nil
+	benchSearch(b, s)
+}
+
+// BenchmarkReplaceRegexNoLiteral is a whole-file regex replace (read, then every match
+// replaced) on the same file, with a pattern that has no required literal.
+func BenchmarkReplaceRegexNoLiteral(b *testing.B) {
+	re, err := Compile(benchRegexNoLiteral, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := benchFile(b)
+	st, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(st.Size())
+	b.ResetTimer()
+	count := 0
+	for b.Loop() {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		// The cap is the file's size: the bench file is a few bytes over the
+		// action's 100 MiB limit, and the replacement only shortens it.
+		if _, count, err = ReplaceAll(re, src, "<$1>", len(src)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(count), "matches")
+}
+
+var (
+	namesOnce sync.Once
+	namesPath string
+	namesErr  error
+)
+
+// namesFile returns a generated list of file names, one per line: the file named by
+// SEARCH_NAMES_FILE (written there when missing) or a temporary one.
+func namesFile(b *testing.B) string {
+	namesOnce.Do(func() {
+		namesPath = os.Getenv("SEARCH_NAMES_FILE")
+		if namesPath == "" {
+			dir, err := os.MkdirTemp("", "namesbench")
+			if err != nil {
+				namesErr = err
+				return
+			}
+			namesPath = filepath.Join(dir, "names.txt")
+		}
+		if _, err := os.Stat(namesPath); err == nil {
+			return
+		}
+		namesErr = writeNamesFile(namesPath)
+	})
+	if namesErr != nil {
+		b.Fatalf("names file: %v", namesErr)
+	}
+	return namesPath
+}
+
+// writeNamesFile writes two million deterministic names of the kinds a directory
+// walk meets: words, numbered files, dotted extensions.
+func writeNamesFile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	rng := rand.New(rand.NewPCG(9, 10))
+	words := []string{"report", "img", "cache", "node", "lib", "backup", "log", "config", "data", "tmp"}
+	exts := []string{"txt", "log", "jpg", "so", "conf", "json", "gz", "d"}
+	for n := 0; n < 2_000_000; n++ {
+		word := words[rng.IntN(len(words))]
+		var name string
+		switch rng.IntN(4) {
+		case 0:
+			name = word
+		case 1:
+			name = fmt.Sprintf("%s_%d.%s", word, rng.IntN(100000), exts[rng.IntN(len(exts))])
+		case 2:
+			name = fmt.Sprintf("%s-%s.%s", word, words[rng.IntN(len(words))], exts[rng.IntN(len(exts))])
+		default:
+			name = fmt.Sprintf("%s%d", word, rng.IntN(10))
+		}
+		if _, err := fmt.Fprintln(w, name); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// BenchmarkMatchNames matches a regex against every name of the list as search_dir
+// does (the whole name, CompileName), with the DFA Matcher and with Go's regexp.
+func BenchmarkMatchNames(b *testing.B) {
+	re, err := CompileName(benchNameRegex)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := os.ReadFile(namesFile(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	names := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+	for _, c := range []struct {
+		name  string
+		match func(string) bool
+	}{
+		{"dfa", NewMatcher(re).MatchString},
+		{"regexp", re.MatchString},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			n := 0
+			for b.Loop() {
+				n = 0
+				for _, name := range names {
+					if c.match(name) {
+						n++
+					}
+				}
+			}
+			b.ReportMetric(float64(n), "matches")
+		})
+	}
 }
