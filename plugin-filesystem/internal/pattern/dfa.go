@@ -390,7 +390,7 @@ type dfa struct {
 	resets   int
 	resetAt  int64 // progress at the last reset
 	progress int64 // bytes of the texts finished
-	textPos  int   // position in the current text, kept up to date on the slow path
+	textPos  int   // bytes read of the current text, set while a transition is computed
 
 	seen  []uint32 // closure's visited marks, by generation
 	gen   uint32
@@ -690,48 +690,20 @@ func dfaMatch[T string | []byte](d *dfa, text T) (matched, ok bool) {
 			return false, false
 		}
 	}
-	i := 0
-	if s == d.acc {
-		i = skipFrom(d, text, 0)
+	i, n := walk(d, text, 0, s)
+	d.progress += int64(i)
+	switch n {
+	case tMatch:
+		return true, true
+	case tDead:
+		return false, true
+	case tFail:
+		return false, false
 	}
-	tr, cls := d.trans, &d.p.classes
-	for i < len(text) {
-		b := text[i]
-		n := tr[uint(s)+uint(cls[b])]
-		i++
-		if n-1 < tAccel-1 {
-			s = n
-			continue
-		}
-		if n == tUnknown {
-			d.textPos = i - 1
-			n = d.compute(s, b)
-			tr = d.trans
-			if n-1 < tAccel-1 {
-				s = n
-				continue
-			}
-		}
-		switch n {
-		case tAccel:
-			s = d.acc
-			i = skipFrom(d, text, i)
-		case tMatch:
-			d.progress += int64(i)
-			return true, true
-		case tDead:
-			d.progress += int64(i)
-			return false, true
-		default: // tFail
-			return false, false
-		}
-	}
-	d.progress += int64(len(text))
-	d.textPos = 0
-	if r := tr[uint(s)+uint(d.p.eotCol)]; r != 0 {
+	if r := d.trans[uint(n)+uint(d.p.eotCol)]; r != 0 {
 		return r == eotYes, true
 	}
-	return d.atEnd(s), true
+	return d.atEnd(n), true
 }
 
 // scanFrom looks for a match that starts at or after pos in src, where the text
@@ -748,13 +720,34 @@ func (d *dfa) scanFrom(src []byte, pos int) (at int, ok bool) {
 	if s == tFail {
 		return -1, false
 	}
-	i := pos
+	i, n := walk(d, src, pos, s)
+	d.progress += int64(i - pos)
+	switch n {
+	case tMatch:
+		return i - 1, true
+	case tDead:
+		return -1, true
+	case tFail:
+		return -1, false
+	}
+	if d.atEnd(n) {
+		return len(src), true
+	}
+	return -1, true
+}
+
+// walk runs the DFA over text from offset i in the state at row offset s. It stops at
+// the first byte whose transition is tMatch, tDead or tFail and returns the offset
+// after that byte and the value; at the end of the text it returns len(text) and the
+// state reached. This is the loop every byte goes through.
+func walk[T string | []byte](d *dfa, text T, i int, s uint32) (int, uint32) {
+	from := i
 	if s == d.acc {
-		i = skipFrom(d, src, i)
+		i = skipFrom(d, text, i)
 	}
 	tr, cls := d.trans, &d.p.classes
-	for i < len(src) {
-		b := src[i]
+	for i < len(text) {
+		b := text[i]
 		n := tr[uint(s)+uint(cls[b])]
 		i++
 		if n-1 < tAccel-1 {
@@ -762,34 +755,22 @@ func (d *dfa) scanFrom(src []byte, pos int) (at int, ok bool) {
 			continue
 		}
 		if n == tUnknown {
-			d.textPos = i - 1 - pos
+			d.textPos = i - 1 - from
 			n = d.compute(s, b)
+			d.textPos = 0
 			tr = d.trans
 			if n-1 < tAccel-1 {
 				s = n
 				continue
 			}
 		}
-		switch n {
-		case tAccel:
-			s = d.acc
-			i = skipFrom(d, src, i)
-		case tMatch:
-			d.progress += int64(i - 1 - pos)
-			return i - 1, true
-		case tDead:
-			d.progress += int64(i - pos)
-			return -1, true
-		default: // tFail
-			return -1, false
+		if n != tAccel {
+			return i, n
 		}
+		s = d.acc
+		i = skipFrom(d, text, i)
 	}
-	d.progress += int64(len(src) - pos)
-	d.textPos = 0
-	if d.atEnd(s) {
-		return len(src), true
-	}
-	return -1, true
+	return len(text), s
 }
 
 // matchStream reports whether the bytes next delivers contain a match. It never
