@@ -304,3 +304,36 @@ func TestStartedIsDurableWhenItAnswers(t *testing.T) {
 		t.Errorf("Started after Close: %v, want ErrClosed", err)
 	}
 }
+
+// A command accepted to wait (stagger, delay, slot) that never reached its plugin is
+// told apart after a restart from one that had started: NotStarted, not Interrupted.
+// Its accept record rides with the next write.
+func TestAcceptedButNotStarted(t *testing.T) {
+	dir := t.TempDir()
+	j := open(t, dir)
+	j.Accepted("waiting")
+	j.Accepted("ran")
+	if err := <-j.Started("ran"); err != nil {
+		t.Fatal(err)
+	}
+	closeJ(t, j)
+	j = open(t, dir)
+	if got := j.NotStarted(); !slices.Equal(got, []string{"waiting"}) {
+		t.Errorf("NotStarted = %v, want [waiting]", got)
+	}
+	if got := j.Interrupted(); !slices.Equal(got, []string{"ran"}) {
+		t.Errorf("Interrupted = %v, want [ran]", got)
+	}
+	// Settled, neither comes back.
+	for _, id := range []string{"waiting", "ran"} {
+		if err := j.Finish(Entry{ID: id, Response: []byte(id)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeJ(t, j)
+	again := open(t, dir)
+	defer closeJ(t, again)
+	if len(again.NotStarted())+len(again.Interrupted()) != 0 {
+		t.Errorf("after settling: not started %v, interrupted %v", again.NotStarted(), again.Interrupted())
+	}
+}
