@@ -66,12 +66,11 @@ const (
 
 // command is one command in flight.
 type command struct {
-	id       string
-	req      *agentv1.CommandRequest
-	expiry   time.Time     // zero: none
-	wait     time.Duration // stagger plus delay
-	bytes    int           // parameter bytes
-	recorded <-chan error  // the journal's write of the start record
+	id     string
+	req    *agentv1.CommandRequest
+	expiry time.Time     // zero: none
+	wait   time.Duration // stagger plus delay
+	bytes  int           // parameter bytes
 
 	// Set by the gate. Read once the dispatcher has returned, or by the session's
 	// own answer when it never did (hence atomic).
@@ -109,6 +108,11 @@ func (g gate) Execute(ctx context.Context, req supervisor.Request, onRows func([
 	}
 	if c.expired(time.Now()) {
 		return sdk.Result{}, errExpired
+	}
+	// The start record is on disk before the plugin has the command: were the agent
+	// killed while it runs, the restart must know it ran, and answer it.
+	if err := <-g.s.o.Journal.Started(req.ID); err != nil {
+		g.s.log.Error("command journal: start not recorded; running the command anyway", "id", shown(req.ID), "error", err)
 	}
 	start := time.Now()
 	c.began.Store(start.UnixNano())
@@ -195,7 +199,7 @@ func (s *Session) handle(ctx context.Context, req *agentv1.CommandRequest) {
 		s.reject(ctx, req, dispatch.ErrQueueFull.Error())
 		return
 	}
-	c.recorded = s.o.Journal.Started(id)
+	s.o.Journal.Accepted(id)
 	s.o.Metrics.QueueAdd(1)
 	s.log.Debug("command", "id", shown(id), "plugin", shown(req.GetPlugin()), "action", shown(req.GetAction()), "wait", c.wait.String())
 	go s.run(c)
@@ -311,11 +315,6 @@ func (s *Session) run(c *command) {
 		if !ok {
 			return
 		}
-	}
-	// The start record is on disk before the command can run: were the agent killed
-	// while it runs, the restart must know of it and answer it.
-	if err := <-c.recorded; err != nil {
-		s.log.Error("command journal: start not recorded; running the command anyway", "id", shown(c.id), "error", err)
 	}
 	req := c.req
 	rel := &relay{s: s, id: c.id}
@@ -456,7 +455,8 @@ func resultStatus(st sdk.Status) agentv1.CommandResponse_PluginResultStatus {
 // failed ends a command the agent could not complete: its error row after the rows
 // the plugin wrote, then the terminal answer with exit code 1 and the error detail.
 func (s *Session) failed(c *command, rel *relay, status agentv1.CommandResponse_Status, code string, err error) {
-	msg := rows.ValidUTF8(err.Error())
+	// The message may quote plugin or server text: escaped as exec prints it.
+	msg := rows.Printable(err.Error())
 	_ = rel.end(rows.Format("error", msg))
 	s.finish(c, &agentv1.CommandResponse{
 		CommandId: c.id,
@@ -468,12 +468,20 @@ func (s *Session) failed(c *command, rel *relay, status agentv1.CommandResponse_
 }
 
 // finish sends the timing message of a command that ran, records and queues its
-// terminal answer, and forgets the command.
+// terminal answer, and forgets the command. A terminal whose answer may miss rows (the
+// spool could not keep them through a broken stream) becomes a FAILURE that says so.
 func (s *Session) finish(c *command, resp *agentv1.CommandResponse) {
 	ran := c.started.Load()
 	inPlugin := c.inPlugin()
+	if row, sealed := s.spool.seal(resp, false); row != "" {
+		s.log.Warn("answer may miss rows: the connection broke while more was in flight than the spool keeps", "id", shown(c.id))
+		_ = s.out.push(s.life, outMsg{resp: running(c.id, row), kind: kindRows, idx: s.spool.rows(c.id, row)})
+		resp = sealed
+	}
 	if ran {
-		_ = s.out.push(s.life, outMsg{resp: running(c.id, timingPrefix+strconv.FormatInt(inPlugin.Milliseconds(), 10))})
+		timing := running(c.id, timingPrefix+strconv.FormatInt(inPlugin.Milliseconds(), 10))
+		s.spool.timing(timing)
+		_ = s.out.push(s.life, outMsg{resp: timing, kind: kindTiming})
 		s.executedCnt.Add(1)
 	} else {
 		s.o.Metrics.QueueAdd(-1)
@@ -541,9 +549,11 @@ func (r *relay) end(last string) error {
 	return r.flush()
 }
 
-// add collects rows, sending a message whenever one is full; r.mu is held.
+// add collects rows, sending a message whenever one is full; r.mu is held. A row
+// goes to the server as exec prints it: control bytes escaped, valid UTF-8.
 func (r *relay) add(batch []string) error {
 	for _, row := range batch {
+		row = rows.Printable(row)
 		if len(r.buf) > 0 && len(r.buf)+1+len(row) > maxOutput {
 			if err := r.flush(); err != nil {
 				return err
@@ -569,5 +579,6 @@ func (r *relay) flush() error {
 	}
 	msg := running(r.id, string(r.buf))
 	r.buf = r.buf[:0]
-	return r.s.out.push(r.s.life, outMsg{resp: msg})
+	idx := r.s.spool.rows(r.id, msg.Output)
+	return r.s.out.push(r.s.life, outMsg{resp: msg, kind: kindRows, idx: idx})
 }

@@ -151,7 +151,7 @@ func TestWaitFor(t *testing.T) {
 }
 
 func TestRelayChunks(t *testing.T) {
-	s := &Session{out: newOutbox(1 << 30), life: context.Background()}
+	s := &Session{out: newOutbox(1 << 30), life: context.Background(), spool: &spool{answers: map[string]*answer{}}}
 	r := &relay{s: s, id: "c"}
 	row := strings.Repeat("r", 1000)
 	batch := make([]string, 200) // 200,199 bytes joined
@@ -207,7 +207,11 @@ func sizes(ss []string) []int {
 func TestOutboxBound(t *testing.T) {
 	o := newOutbox(1000)
 	msg := func(n int, terminal bool) outMsg {
-		return outMsg{resp: &agentv1.CommandResponse{CommandId: "x", Output: strings.Repeat("o", n)}, terminal: terminal}
+		m := outMsg{resp: &agentv1.CommandResponse{CommandId: "x", Output: strings.Repeat("o", n)}}
+		if terminal {
+			m.kind = kindTerminal
+		}
+		return m
 	}
 	ctx := context.Background()
 	if err := o.push(ctx, msg(5000, false)); err != nil {
