@@ -462,7 +462,8 @@ func TestFleetReplayAfterRestart(t *testing.T) {
 
 // TestFleetAgentKilled: an agent killed (SIGKILL) in the middle of a command answers
 // it after its restart as interrupted, FAILURE, and does not run it again when the
-// server repeats it.
+// server repeats it; a command that was still waiting for its delay is answered
+// REJECTED as never started (a repeat would run it).
 func TestFleetAgentKilled(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, fleetserver.Options{}, sleeperBin)
@@ -473,7 +474,22 @@ func TestFleetAgentKilled(t *testing.T) {
 	if err := f.srv.Send(ctx, c); err != nil {
 		t.Fatal(err)
 	}
+	// And one still waiting for its delay: it never ran, and is told apart.
+	waiting := command("waiting", "sleeper", "ok")
+	waiting.DelaySeconds = 120
+	if err := f.srv.Send(ctx, waiting); err != nil {
+		t.Fatal(err)
+	}
 	waitStarted(t, started)
+	waitFor(t, 20*time.Second, "the journal's accept record of the waiting command", func() bool {
+		segs, _ := filepath.Glob(filepath.Join(f.w.dataDir, "fleet", "seg-*.jsonl"))
+		for _, seg := range segs {
+			if b, err := os.ReadFile(seg); err == nil && strings.Contains(string(b), `"op":"accept","id":"waiting"`) {
+				return true
+			}
+		}
+		return false
+	})
 	if err := a.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -487,6 +503,11 @@ func TestFleetAgentKilled(t *testing.T) {
 	if r.Terminal.GetStatus() != failure || r.Terminal.GetError().GetCode() != "command_interrupted" || !slices.Equal(r.Rows, []string{"error|" + msg}) {
 		t.Errorf("after the restart: %+v", r)
 	}
+	r, err = f.srv.WaitTerminal(ctx, "waiting")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectRejected(t, r, "agent restarted before the command started; it did not run")
 	if err := f.srv.Send(ctx, c); err != nil {
 		t.Fatal(err)
 	}
