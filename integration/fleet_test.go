@@ -257,6 +257,19 @@ func TestFleetCommands(t *testing.T) {
 				t.Errorf("unknown action: %+v", r)
 			}
 		})
+		t.Run("control bytes escaped", func(t *testing.T) {
+			t.Parallel()
+			ctx := testCtx(t, 60*time.Second)
+			// The tags plugin echoes an unknown action: ESC and BEL reach the
+			// server as exec prints them, never raw.
+			r := f.do(t, ctx, command("esc", "tags", "what\x1b[31m\x07"))
+			if len(r.Rows) != 1 || !strings.Contains(r.Rows[0], `unknown action: what\x1b[31m\x07`) || strings.ContainsAny(r.Rows[0], "\x1b\x07") {
+				t.Errorf("rows %q, want the action echoed with its control bytes escaped", r.Rows)
+			}
+			if msg := r.Terminal.GetError().GetMessage(); strings.ContainsAny(msg, "\x1b\x07") {
+				t.Errorf("error message %q holds raw control bytes", msg)
+			}
+		})
 		t.Run("rows in messages of at most 64 KiB", func(t *testing.T) {
 			t.Parallel()
 			ctx := testCtx(t, 60*time.Second)
