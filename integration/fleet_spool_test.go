@@ -64,6 +64,13 @@ func recordedServer() int {
 		fmt.Fprintln(os.Stderr, "recorded server:", err)
 		return 1
 	}
+	// A kill may have torn the last record of the previous incarnation: cut it off,
+	// or everything appended after it would be unreadable.
+	records, whole := readRecords(c.Record)
+	if err := os.Truncate(c.Record, whole); err != nil && !errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintln(os.Stderr, "recorded server:", err)
+		return 1
+	}
 	rec, err := os.OpenFile(c.Record, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "recorded server:", err)
@@ -89,7 +96,6 @@ func recordedServer() int {
 		return 1
 	}
 	sent := map[string]bool{}
-	records, _ := readRecords(c.Record)
 	for _, r := range records {
 		if r.kind == recSent {
 			sent[string(r.payload)] = true
@@ -133,25 +139,32 @@ type record struct {
 	payload []byte
 }
 
-// readRecords reads a record file; a record torn by a kill at its end is dropped.
-func readRecords(path string) ([]record, error) {
+// readRecords reads a record file and says how many of its bytes hold whole records:
+// a record torn by a kill at its end is dropped.
+func readRecords(path string) ([]record, int64) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, 0
 	}
 	defer f.Close()
+	return readRecordsFrom(f)
+}
+
+func readRecordsFrom(f io.Reader) ([]record, int64) {
 	r := bufio.NewReader(f)
 	var out []record
+	var whole int64
 	for {
 		var head [5]byte
 		if _, err := io.ReadFull(r, head[:]); err != nil {
-			return out, nil
+			return out, whole
 		}
 		payload := make([]byte, binary.BigEndian.Uint32(head[1:]))
 		if _, err := io.ReadFull(r, payload); err != nil {
-			return out, nil
+			return out, whole
 		}
 		out = append(out, record{kind: head[0], payload: payload})
+		whole += int64(len(head) + len(payload))
 	}
 }
 
@@ -201,15 +214,10 @@ func TestFleetServerKilled(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	log := &recordLog{path: filepath.Join(dir, "record"), seen: map[string]*answerSeen{}}
 	subscribed := func() int {
-		records, _ := readRecords(filepath.Join(dir, "record"))
-		n := 0
-		for _, r := range records {
-			if r.kind == recSubscribe {
-				n++
-			}
-		}
-		return n
+		log.update(t)
+		return log.subs
 	}
 	startServer()
 	t.Cleanup(func() {
@@ -219,7 +227,14 @@ func TestFleetServerKilled(t *testing.T) {
 	a := startAgentProc(t, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "--log-level", "debug", "run",
 		"--server", addr, "--heartbeat", "1", "--ca-cert", pki.CA, "--client-cert", pki.ClientCert, "--client-key", pki.ClientKey)
 	for i := 1; i <= kills; i++ {
-		waitFor(t, 60*time.Second, fmt.Sprintf("subscription %d", i), func() bool { return subscribed() >= i })
+		for end := time.Now().Add(60 * time.Second); subscribed() < i; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(end) {
+				// A Go process dumps its goroutines on SIGQUIT: where the server waits.
+				_ = server.Process.Signal(syscall.SIGQUIT)
+				_ = server.Wait()
+				t.Fatalf("no subscription %d within 60 s\nserver log:\n%s\nagent goroutines:\n%s", i, serverLog.String(), a.goroutines())
+			}
+		}
 		time.Sleep(time.Duration(rand.Int64N(int64(1200*time.Millisecond))) + 50*time.Millisecond)
 		if err := server.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -234,7 +249,7 @@ func TestFleetServerKilled(t *testing.T) {
 	// below with everything else.
 	var missing []string
 	for end := time.Now().Add(120 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		res := results(t, filepath.Join(dir, "record"))
+		res := log.update(t)
 		missing = missing[:0]
 		for _, m := range accepted.FindAllStringSubmatch(a.stderr.String(), -1) {
 			if res[m[1]] == nil || res[m[1]].terminal == nil {
@@ -247,7 +262,7 @@ func TestFleetServerKilled(t *testing.T) {
 	}
 	a.stop(t)
 
-	res := results(t, filepath.Join(dir, "record"))
+	res := log.update(t)
 	ids := map[string]bool{}
 	for _, m := range accepted.FindAllStringSubmatch(a.stderr.String(), -1) {
 		ids[m[1]] = true
@@ -318,14 +333,32 @@ type answerSeen struct {
 	successAt []int
 }
 
-func results(t *testing.T, path string) map[string]*answerSeen {
+// recordLog reads a record file as it grows: each update takes the whole records
+// appended since the last one.
+type recordLog struct {
+	path string
+	off  int64
+	subs int
+	seen map[string]*answerSeen
+}
+
+func (l *recordLog) update(t *testing.T) map[string]*answerSeen {
 	t.Helper()
-	records, err := readRecords(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	f, err := os.Open(l.path)
+	if err != nil {
+		return l.seen
+	}
+	defer f.Close()
+	if _, err := f.Seek(l.off, io.SeekStart); err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]*answerSeen{}
+	records, whole := readRecordsFrom(f)
+	l.off += whole
+	out := l.seen
 	for _, r := range records {
+		if r.kind == recSubscribe {
+			l.subs++
+		}
 		if r.kind != recResponse {
 			continue
 		}
