@@ -824,6 +824,9 @@ func TestFleetGoroutineDump(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, fleetserver.Options{}, tagsBin)
 	a := f.agent()
+	// The server sees the subscription before the agent's Subscribe call has returned
+	// and its send and receive loops exist: an answered command proves they run.
+	expectResult(t, f.do(t, testCtx(t, 30*time.Second), command("before-dump", "tags", "count")), success, 0, "count|0")
 	dump := a.goroutines()
 	for _, want := range []string{dumpMarker, "session.(*Session).receive", "session.(*Session).send", "supervisor.(*keeper).run"} {
 		if !strings.Contains(dump, want) {
