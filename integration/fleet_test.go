@@ -538,7 +538,10 @@ func TestFleetQueueOverflow(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, fleetserver.Options{}, sleeperBin)
 	a := f.agent()
-	ctx := testCtx(t, 60*time.Second)
+	// A thousand commands through four slots: on a loaded two-core machine (load 40)
+	// that took over a minute. The agent's promise is an answer within each command's
+	// deadline (600 s here), so the wait is bounded well inside it, not by a guess.
+	ctx := testCtx(t, 300*time.Second)
 	slots := max(4, runtime.NumCPU())
 	var markers []string
 	for i := range slots {
@@ -563,7 +566,7 @@ func TestFleetQueueOverflow(t *testing.T) {
 	for _, id := range ids {
 		r, err := f.srv.WaitTerminal(ctx, id)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v\n%s", err, a.goroutines())
 		}
 		counts[r.Terminal.GetStatus()]++
 		if r.Terminal.GetStatus() == rejected && r.Terminal.GetOutput() != "agent overloaded: command queue full" {
