@@ -409,13 +409,19 @@ func TestFleetTimeout(t *testing.T) {
 		t.Errorf("error code %q, want plugin_timeout", code)
 	}
 	// The restarted plugin may take longer than 1 s to be ready on a loaded machine:
-	// then the answer is an honest TIMEOUT that names the wait, never silence.
+	// then the answer is an honest TIMEOUT that names the wait, never silence. Or the
+	// command may still meet the old child, and its kill.
 	r = f.do(t, ctx, command("next", "sleeper", "ok"))
 	switch code := r.Terminal.GetError().GetCode(); {
 	case r.Terminal.GetStatus() == success:
 		expectResult(t, r, success, 0, "ok|sleeper")
 	case code == "command_timeout" && len(r.Rows) == 1 && strings.HasPrefix(r.Rows[0], "error|command timed out after 1s waiting for plugin sleeper to start ("):
 		t.Logf("the restarted plugin was not ready within 1 s: %s", r.Rows[0])
+	case code == "plugin_crashed" && len(r.Rows) == 1 && r.Rows[0] == "error|plugin crashed: stopped after another command timed out":
+		// Sent while the hung command's 5 s kill grace ran, it reached the old child,
+		// which the kill then ended: slow enough a machine (load 40) leaves "ok" in
+		// flight at that moment. The answer names why.
+		t.Logf("the command met the old plugin's kill: %s", r.Rows[0])
 	default:
 		t.Errorf("after the restart: %+v", r)
 	}
