@@ -214,6 +214,13 @@ func (k *keeper) onAcquire(reply chan<- acquired) {
 			k.onExited(k.child)
 			k.onAcquire(reply)
 		default:
+			if k.child.why() != "" {
+				// The agent has begun to end this child (a kill is not an exit yet:
+				// a loaded machine takes a while to reap). A new command waits for
+				// the restart instead of meeting the kill.
+				k.waiters = append(k.waiters, reply)
+				return
+			}
 			reply <- acquired{c: k.child}
 		}
 		return

@@ -27,6 +27,10 @@ type fakeChild struct {
 	once    sync.Once
 	status  atomic.Pointer[string]
 	pingErr atomic.Pointer[error]
+	// killLag, when set, is how long a killed child takes to exit; meanwhile it is
+	// dying and answers nothing, as a real process does between SIGKILL and reaping.
+	killLag time.Duration
+	dying   atomic.Bool
 }
 
 func newFakeChild(pid int) *fakeChild { return &fakeChild{pid: pid, exited: make(chan struct{})} }
@@ -47,6 +51,9 @@ var errStreamBroken = errors.New("stream broken")
 // Execute: ok answers; crash exits with status 3 mid-command; hang waits for its
 // context (and answers once cancelled); stuck ignores its context until killed.
 func (c *fakeChild) Execute(ctx context.Context, cmd host.Command, onRows func([]string) error) (sdk.Result, error) {
+	if c.dying.Load() {
+		return sdk.Result{}, errStreamBroken
+	}
 	switch cmd.Action {
 	case "ok":
 		if err := onRows([]string{"ok|" + cmd.ID}); err != nil {
@@ -87,7 +94,15 @@ func (c *fakeChild) ExitStatus() string {
 	return "still running"
 }
 
-func (c *fakeChild) Kill()               { c.end("killed by signal 9 (killed)") }
+func (c *fakeChild) Kill() {
+	if c.killLag == 0 {
+		c.end("killed by signal 9 (killed)")
+		return
+	}
+	c.dying.Store(true)
+	time.AfterFunc(c.killLag, func() { c.end("killed by signal 9 (killed)") })
+}
+
 func (c *fakeChild) Stop(time.Duration)  { c.end("exit status 0") }
 func (c *fakeChild) Pid() int            { return c.pid }
 func (c *fakeChild) alive() bool         { return c.ExitStatus() == "still running" }
@@ -101,6 +116,7 @@ type fakeLauncher struct {
 	children []*fakeChild
 	fail     func(n int) error
 	delay    time.Duration
+	killLag  time.Duration // each child's killLag
 }
 
 func (l *fakeLauncher) Launch(ctx context.Context, b Binary, _ sdk.Config) (Child, error) {
@@ -118,6 +134,7 @@ func (l *fakeLauncher) Launch(ctx context.Context, b Binary, _ sdk.Config) (Chil
 		}
 	}
 	c := newFakeChild(1000 + n)
+	c.killLag = l.killLag
 	l.mu.Lock()
 	l.children = append(l.children, c)
 	l.mu.Unlock()
@@ -328,6 +345,35 @@ func TestKeeperDeadlineKill(t *testing.T) {
 	waitRunning(t, s, l, 2)
 	if len(l.startTimes()) != 2 {
 		t.Errorf("%d starts, want a restart after the kill", len(l.startTimes()))
+	}
+}
+
+// A child the agent has begun to kill is handed to no new command: between the kill
+// and the exit (a loaded machine takes a while to reap) a command that arrives waits
+// for the restart rather than meet the kill and answer another command's crash.
+func TestKeeperNoDyingChild(t *testing.T) {
+	l := &fakeLauncher{killLag: 300 * time.Millisecond}
+	s := newTestSupervisor(t, l, Options{Grace: 30 * time.Millisecond})
+	stuck := make(chan error, 1)
+	go func() {
+		_, _, err := run(s, "stuck", "late", 50*time.Millisecond)
+		stuck <- err
+	}()
+	waitRunning(t, s, l, 1)
+	for deadline := time.Now().Add(5 * time.Second); !l.last().dying.Load(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stuck command's child was never killed")
+		}
+	}
+	rows, _, err := run(s, "ok", "next", 5*time.Second)
+	if err := <-stuck; err == nil {
+		t.Error("the stuck command: no error")
+	}
+	if err != nil || rows != "ok|next" {
+		t.Fatalf("the command after the kill got %q, %v", rows, err)
+	}
+	if n := len(l.startTimes()); n != 2 {
+		t.Errorf("%d starts, want the command to run on the restarted child", n)
 	}
 }
 
