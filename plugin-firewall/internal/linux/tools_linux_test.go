@@ -112,7 +112,9 @@ func newLegacyBed(t *testing.T) *legacyBed {
 		t.Fatal(err)
 	}
 	b := &legacyBed{t: t, dir: dir}
-	b.r = newLegacyReader(subprocess.Run, 5*time.Second)
+	// Far above what any case needs: at load 40 the 17 MB flood took over 5 s to
+	// write, and the bound, not the output cap, ended it. The hang case sets its own.
+	b.r = newLegacyReader(subprocess.Run, 60*time.Second)
 	b.r.netDir = func() (string, error) { return filepath.Join(dir, "net"), nil }
 	b.r.sources = []legacySource{
 		{familyIPv4, "ip_tables_names", []string{filepath.Join(dir, "iptables-legacy-save"), filepath.Join(dir, "iptables-save")}},
