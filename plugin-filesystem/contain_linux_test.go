@@ -22,6 +22,8 @@ import (
 
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/sdktest"
+
+	"github.com/yuzugo/yuzu/plugin-filesystem/internal/pathcheck"
 )
 
 // The race tests of this file prove that base_dir and create_temp's directory hold
@@ -422,6 +424,20 @@ func TestBaseDirSwapRace(t *testing.T) {
 // real files or be refused, and must never describe a secret one. Escapes must be 0.
 func TestInnerSwapRace(t *testing.T) {
 	needRoot(t)
+	for _, walk := range []bool{false, true} {
+		name := map[bool]string{false: "openat2", true: "walk"}[walk]
+		t.Run(name, func(t *testing.T) {
+			if !walk && !pathcheck.Openat2Available() {
+				t.Skip("openat2 is not available here; the walk subtest covers this kernel")
+			}
+			pathcheck.ForceFallback(walk)
+			defer pathcheck.ForceFallback(false)
+			innerSwapRace(t)
+		})
+	}
+}
+
+func innerSwapRace(t *testing.T) {
 	dir, bin := raceDir(t)
 	base := filepath.Join(dir, "base")
 	raceMkdir(t, base, 0o755, 0)
@@ -457,6 +473,10 @@ func TestInnerSwapRace(t *testing.T) {
 		flips, rounds*len(baseCommands(inner)), total(escapes), escapes, answers)
 	if total(escapes) != 0 {
 		t.Errorf("%d escapes: %v", total(escapes), escapes)
+	}
+	// The race must have been run: some commands answered on the real files.
+	if answers["rc 0"] == 0 {
+		t.Errorf("no command succeeded on the real tree; the race proves nothing: %v", answers)
 	}
 }
 

@@ -220,6 +220,11 @@ func walkOpen(dirfd int, name string, flag int, mode uint32) (int, error) {
 		next, err := openatRetry(cur, part, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			err = classify(cur, part, err)
+			if errors.Is(err, unix.ENOTDIR) {
+				// What was a directory on the way is not one now: a link swapped
+				// in and out again before classify looked, or another file.
+				err = ErrChanged
+			}
 			unix.Close(cur)
 			return -1, err
 		}
@@ -242,7 +247,7 @@ func classify(dirfd int, name string, err error) error {
 
 func wrapOpen(path string, err error) error {
 	switch {
-	case errors.Is(err, ErrSymlink), errors.Is(err, ErrNotCanonical):
+	case errors.Is(err, ErrSymlink), errors.Is(err, ErrNotCanonical), errors.Is(err, ErrChanged):
 		return fmt.Errorf("open %s: %w", path, err)
 	case errors.Is(err, unix.ELOOP):
 		return fmt.Errorf("open %s: %w", path, ErrSymlink)
