@@ -94,11 +94,13 @@ func existsIn(out *sdk.Output, base *pathcheck.Base, raw string) sdk.Result {
 	if err != nil {
 		return out.Fail(outside)
 	}
+	out.Row("exists", "true")
 	fi, err := pathcheck.Stat(base, canon)
 	if err != nil && isSwap(err) {
-		return out.Fail(outside)
+		// Swapped since the validation: upstream's answer for a path that
+		// stopped validating between its two checks.
+		return out.Fail("path resolves outside allowed base directory")
 	}
-	out.Row("exists", "true")
 	existsType(out, fi, err)
 	return sdk.Undeclared()
 }
