@@ -232,6 +232,39 @@ func secretTree(t *testing.T, dir string) []string {
 	return contents
 }
 
+// realTree lays out, owned by nobody, the tree the commands are meant to work on:
+// dir/f.txt and dir/sub/g.txt.
+func realTree(t *testing.T, dir string) {
+	t.Helper()
+	raceMkdir(t, dir, 0o755, nobodyID)
+	raceWrite(t, dir+"/f.txt", "inside\n", 0o644, nobodyID)
+	raceMkdir(t, dir+"/sub", 0o755, nobodyID)
+	raceWrite(t, dir+"/sub/g.txt", "inside g\n", 0o644, nobodyID)
+}
+
+// raceSecret makes dir/secret with secretTree and returns it, its files' contents
+// and a function that lays it out afresh after a command changed it.
+func raceSecret(t *testing.T, dir string) (secret string, contents []string, reset func()) {
+	t.Helper()
+	secret = filepath.Join(dir, "secret")
+	contents = secretTree(t, secret)
+	return secret, contents, func() {
+		os.RemoveAll(secret)
+		secretTree(t, secret)
+	}
+}
+
+// raceLink makes link, owned by nobody, point at target.
+func raceLink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(link, nobodyID, nobodyID); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // snapshot describes everything below dir: names, modes and contents.
 func snapshot(t *testing.T, dir string) string {
 	t.Helper()
@@ -381,23 +414,10 @@ func TestBaseDirSwapRace(t *testing.T) {
 	u := filepath.Join(dir, "u")
 	raceMkdir(t, u, 0o755, nobodyID)
 	base := filepath.Join(u, "base")
-	raceMkdir(t, base, 0o755, nobodyID)
-	raceWrite(t, base+"/f.txt", "inside\n", 0o644, nobodyID)
-	raceMkdir(t, base+"/sub", 0o755, nobodyID)
-	raceWrite(t, base+"/sub/g.txt", "inside g\n", 0o644, nobodyID)
-	secret := filepath.Join(dir, "secret")
-	contents := secretTree(t, secret)
-	reset := func() {
-		os.RemoveAll(secret)
-		secretTree(t, secret)
-	}
+	realTree(t, base)
+	secret, contents, reset := raceSecret(t, dir)
 	link := filepath.Join(u, "link")
-	if err := os.Symlink(secret, link); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Lchown(link, nobodyID, nobodyID); err != nil {
-		t.Fatal(err)
-	}
+	raceLink(t, secret, link)
 
 	h := sdktest.New(t, newPlugin(), sdk.Config{DataDir: t.TempDir()})
 	s := startSwapper(t, bin, base, link)
@@ -444,23 +464,10 @@ func innerSwapRace(t *testing.T) {
 	u := filepath.Join(base, "u")
 	raceMkdir(t, u, 0o755, nobodyID)
 	inner := filepath.Join(u, "inner")
-	raceMkdir(t, inner, 0o755, nobodyID)
-	raceWrite(t, inner+"/f.txt", "inside\n", 0o644, nobodyID)
-	raceMkdir(t, inner+"/sub", 0o755, nobodyID)
-	raceWrite(t, inner+"/sub/g.txt", "inside g\n", 0o644, nobodyID)
-	secret := filepath.Join(dir, "secret")
-	contents := secretTree(t, secret)
-	reset := func() {
-		os.RemoveAll(secret)
-		secretTree(t, secret)
-	}
+	realTree(t, inner)
+	secret, contents, reset := raceSecret(t, dir)
 	link := filepath.Join(u, "link")
-	if err := os.Symlink(secret, link); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Lchown(link, nobodyID, nobodyID); err != nil {
-		t.Fatal(err)
-	}
+	raceLink(t, secret, link)
 
 	h := sdktest.New(t, newPlugin(), sdk.Config{DataDir: t.TempDir()})
 	s := startSwapper(t, bin, inner, link)
@@ -499,12 +506,7 @@ func TestCreateTempSwapRace(t *testing.T) {
 	secret := filepath.Join(dir, "secret")
 	raceMkdir(t, secret, 0o700, 0)
 	link := filepath.Join(u, "link")
-	if err := os.Symlink(secret, link); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Lchown(link, nobodyID, nobodyID); err != nil {
-		t.Fatal(err)
-	}
+	raceLink(t, secret, link)
 
 	h := sdktest.New(t, newPlugin(), sdk.Config{DataDir: t.TempDir()})
 	s := startSwapper(t, bin, d, link)

@@ -280,17 +280,24 @@ func fstatatRetry(dirfd int, name string, st *unix.Stat_t) error {
 	}
 }
 
-// linkInfo is the check shared by the systems' readLinkAt: the descriptor opened on
-// the link must still be a link.
-func linkInfo(f *os.File) (fs.FileInfo, error) {
+// readLinkAt reads the link name in dir: its stat through a descriptor of the link
+// itself, so the owner judged is the link's, and its target (linkTarget, per system).
+func readLinkAt(dir *os.File, name string) (string, fs.FileInfo, error) {
+	fd, err := openatRetry(int(dir.Fd()), name, linkFlags, 0)
+	if err != nil {
+		return "", nil, err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if fi.Mode()&fs.ModeSymlink == 0 {
-		return nil, ErrChanged
+		return "", nil, ErrChanged
 	}
-	return fi, nil
+	target, err := linkTarget(dir, f, name)
+	return target, fi, err
 }
 
 // rel is path, a canonical path inside base, relative to base: "." for base itself.

@@ -86,23 +86,14 @@ func statAt(b *Base, path string) (fs.FileInfo, error) {
 	return fi, nil
 }
 
-// readLinkAt reads the link name in dir: its stat through a descriptor of the link
-// itself (O_SYMLINK), its target by name. The directory is one nobody but root and
-// the agent's user may change, or (sticky) the link is theirs, so nobody else can
-// put another link there in between.
-func readLinkAt(dir *os.File, name string) (string, fs.FileInfo, error) {
-	fd, err := openatRetry(int(dir.Fd()), name, unix.O_SYMLINK|unix.O_RDONLY|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return "", nil, err
-	}
-	f := os.NewFile(uintptr(fd), name)
-	defer f.Close()
-	fi, err := linkInfo(f)
-	if err != nil {
-		return "", nil, err
-	}
-	target, err := readlinkAt(int(dir.Fd()), name)
-	return target, fi, err
+// linkFlags open a link itself rather than what it points to.
+const linkFlags = unix.O_SYMLINK | unix.O_RDONLY | unix.O_NONBLOCK
+
+// linkTarget reads the target by name: macOS reads no link through a descriptor. The
+// directory is one nobody but root and the agent's user may change, or (sticky) the
+// link is theirs, so nobody else can put another link there in between.
+func linkTarget(dir *os.File, _ *os.File, name string) (string, error) {
+	return readlinkAt(int(dir.Fd()), name)
 }
 
 // realPath asks the kernel with F_GETPATH. x/sys has no wrapper taking a buffer for

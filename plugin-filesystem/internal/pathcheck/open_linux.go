@@ -137,22 +137,13 @@ func statAt(b *Base, path string) (fs.FileInfo, error) {
 	return f.Stat()
 }
 
-// readLinkAt reads the link name in dir through a descriptor of the link itself
-// (O_PATH|O_NOFOLLOW), so its owner and its target are those of one link, and
-// returns the target and the link's stat.
-func readLinkAt(dir *os.File, name string) (string, fs.FileInfo, error) {
-	fd, err := openatRetry(int(dir.Fd()), name, unix.O_PATH|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return "", nil, err
-	}
-	f := os.NewFile(uintptr(fd), name)
-	defer f.Close()
-	fi, err := linkInfo(f)
-	if err != nil {
-		return "", nil, err
-	}
-	target, err := readlinkAt(fd, "")
-	return target, fi, err
+// linkFlags open a link itself rather than what it points to.
+const linkFlags = unix.O_PATH | unix.O_NOFOLLOW
+
+// linkTarget reads the target through the descriptor of the link itself, so its owner
+// and its target are those of one link.
+func linkTarget(_ *os.File, link *os.File, _ string) (string, error) {
+	return readlinkAt(int(link.Fd()), "")
 }
 
 func openNoFollow(dirfd int, name string, flag int, mode uint32, resolve uint64, useOpenat2 bool) (int, error) {
