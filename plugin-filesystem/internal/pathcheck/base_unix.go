@@ -91,22 +91,26 @@ func openDir(raw string, strict bool) (*Base, error) {
 			continue
 		}
 		top := r.top()
+		// Most elements are directories: open first, and look at what the entry
+		// is only when that fails (one system call less per element).
+		fd, oerr := openatRetry(int(top.f.Fd()), name, dirFlags|unix.O_NOFOLLOW, 0)
+		if oerr == nil {
+			if err := r.push(fd, name); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		var st unix.Stat_t
 		if err := fstatatRetry(int(top.f.Fd()), name, &st); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrNotExist, &os.PathError{Op: "lstat", Path: r.join(name), Err: err})
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
-			fd, err := openatRetry(int(top.f.Fd()), name, dirFlags|unix.O_NOFOLLOW, 0)
-			if err != nil {
-				if IsSymlinkErr(int(top.f.Fd()), name, err) {
-					return nil, fmt.Errorf("%s: %w", r.join(name), ErrChanged)
-				}
-				return nil, &os.PathError{Op: "open", Path: r.join(name), Err: err}
+			if errors.Is(oerr, unix.ENOTDIR) || errors.Is(oerr, unix.ELOOP) {
+				// Something else a moment ago, a directory now.
+				return nil, fmt.Errorf("%s: %w", r.join(name), ErrChanged)
 			}
-			if err := r.push(fd, name); err != nil {
-				return nil, err
-			}
+			return nil, &os.PathError{Op: "open", Path: r.join(name), Err: oerr}
 		case unix.S_IFLNK:
 			if links++; links > maxLinks {
 				return nil, fmt.Errorf("%w: %w", ErrNotExist, &os.PathError{Op: "resolve", Path: abs, Err: unix.ELOOP})
