@@ -65,7 +65,7 @@ func cancelled(req *sdk.Request, out *sdk.Output, err error) sdk.Result {
 // target is an existing regular file a change action works on: validated, opened
 // without following links and, for writers, held under the directory's write lock.
 type target struct {
-	base  string
+	base  *pathcheck.Base
 	canon string
 	f     *os.File
 	fi    fs.FileInfo
@@ -84,19 +84,19 @@ type target struct {
 // what it replaces. flag is the open mode; the open never follows a link and never
 // blocks on a FIFO. On failure the error row has been written and the result is
 // returned.
-func openTarget(ctx context.Context, req *sdk.Request, out *sdk.Output, base, canon string, flag int,
+func openTarget(ctx context.Context, req *sdk.Request, out *sdk.Output, base *pathcheck.Base, canon string, flag int,
 	limit int64, write bool, openMsg string) (*target, *sdk.Result) {
 	fail := func(msg string) (*target, *sdk.Result) {
 		r := out.Fail(msg)
 		return nil, &r
 	}
-	if res := statRegular(out, canon, limit); res != nil {
+	if res := statRegular(out, base, canon, limit); res != nil {
 		return nil, res
 	}
 	t := &target{base: base, canon: canon}
 	var err error
 	if write {
-		if t.dir, err = pinDir(base, filepath.Dir(canon), true); err != nil {
+		if t.dir, err = pinDir(base, filepath.Dir(canon)); err != nil {
 			req.Log.Debug("cannot open the directory to write into", "dir", filepath.Dir(canon), "err", err)
 			return fail(openMsg)
 		}
@@ -131,8 +131,8 @@ func openTarget(ctx context.Context, req *sdk.Request, out *sdk.Output, base, ca
 // most limit bytes (no bound when limit is 0), as upstream does: a device is refused
 // without being opened, since opening some devices has effects of its own. The checks
 // are made again on the open descriptor.
-func statRegular(out *sdk.Output, canon string, limit int64) *sdk.Result {
-	fi, err := os.Stat(canon)
+func statRegular(out *sdk.Output, base *pathcheck.Base, canon string, limit int64) *sdk.Result {
+	fi, err := statPath(base, canon)
 	if err != nil || !fi.Mode().IsRegular() {
 		r := out.Fail(msgNotRegular)
 		return &r
@@ -213,7 +213,7 @@ func (t *target) removeStale(req *sdk.Request, dest string) {
 var errChanged = errors.New("target changed during the change")
 
 // validated runs the shared path validation and answers upstream's error when it fails.
-func validated(out *sdk.Output, raw, base string) (string, *sdk.Result) {
+func validated(out *sdk.Output, raw string, base *pathcheck.Base) (string, *sdk.Result) {
 	canon, err := pathcheck.Validate(raw, base)
 	if err != nil {
 		r := out.Fail(msgNotAccessible)
@@ -264,16 +264,16 @@ func searchDecl() []sdk.ActionOption {
 // maxSearchMatches is the most matching lines search reports.
 const maxSearchMatches = 10000
 
-func search(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
+func search(ctx context.Context, req *sdk.Request, out *sdk.Output, base *pathcheck.Base) (sdk.Result, error) {
 	p := req.Params
-	path, pat, base := p.Get("path", ""), p.Get("pattern", ""), p.Get("base_dir", "")
+	path, pat := p.Get("path", ""), p.Get("pattern", "")
 	fold := !p.Bool("case_sensitive", true)
 	canon, res := validated(out, path, base)
 	if res != nil {
 		return *res, nil
 	}
 	// The file is checked before the pattern, upstream's order.
-	if res := statRegular(out, canon, maxTextFile); res != nil {
+	if res := statRegular(out, base, canon, maxTextFile); res != nil {
 		return *res, nil
 	}
 	var s *pattern.Searcher
@@ -351,9 +351,9 @@ func replaceDecl() []sdk.ActionOption {
 	}
 }
 
-func replace(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
+func replace(ctx context.Context, req *sdk.Request, out *sdk.Output, base *pathcheck.Base) (sdk.Result, error) {
 	p := req.Params
-	path, search, base := p.Get("path", ""), p.Get("search", ""), p.Get("base_dir", "")
+	path, search := p.Get("path", ""), p.Get("search", "")
 	repl := p.Get("replacement", "")
 	fold := !p.Bool("case_sensitive", true)
 	dryRun := p.Bool("dry_run", false)
@@ -436,9 +436,9 @@ func writeContentDecl() []sdk.ActionOption {
 	}
 }
 
-func writeContent(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
+func writeContent(ctx context.Context, req *sdk.Request, out *sdk.Output, base *pathcheck.Base) (sdk.Result, error) {
 	p := req.Params
-	path, base, content := p.Get("path", ""), p.Get("base_dir", ""), p.Get("content", "")
+	path, content := p.Get("path", ""), p.Get("content", "")
 	shown, err := pathcheck.Validate(path, base)
 	exists := err == nil
 	if !exists {
@@ -474,7 +474,7 @@ func writeContent(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.R
 
 // overwriteFile replaces the content of the existing file canon atomically. When the
 // file already holds exactly content nothing is written and 0 bytes are reported.
-func overwriteFile(ctx context.Context, req *sdk.Request, out *sdk.Output, base, canon, content string) (int, *sdk.Result) {
+func overwriteFile(ctx context.Context, req *sdk.Request, out *sdk.Output, base *pathcheck.Base, canon, content string) (int, *sdk.Result) {
 	t, res := openTarget(ctx, req, out, base, canon, os.O_RDONLY, 0, true, msgWriteFailed)
 	if res != nil {
 		return 0, res
@@ -525,7 +525,7 @@ func sameContent(f *os.File, want string) (bool, error) {
 // new file under that name, and an entry planted at the name meanwhile (a link to
 // /etc/shadow, say) makes the write fail instead of being written through or replaced.
 // On any failure the temporary file is removed.
-func createFile(ctx context.Context, req *sdk.Request, out *sdk.Output, base, raw, content string) (int, *sdk.Result) {
+func createFile(ctx context.Context, req *sdk.Request, out *sdk.Output, base *pathcheck.Base, raw, content string) (int, *sdk.Result) {
 	fail := func(msg string) (int, *sdk.Result) {
 		r := out.Fail(msg)
 		return 0, &r
@@ -535,7 +535,7 @@ func createFile(ctx context.Context, req *sdk.Request, out *sdk.Output, base, ra
 		return fail(msgNotAccessible)
 	}
 	hook("open", newPath)
-	dir, err := pinDir(base, filepath.Dir(newPath), false)
+	dir, err := pinDir(base, filepath.Dir(newPath))
 	if err != nil {
 		req.Log.Debug("cannot open the parent directory", "dir", filepath.Dir(newPath), "err", err)
 		return fail("failed to create file")
@@ -613,9 +613,9 @@ func appendDecl() []sdk.ActionOption {
 	}
 }
 
-func appendAction(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
+func appendAction(ctx context.Context, req *sdk.Request, out *sdk.Output, base *pathcheck.Base) (sdk.Result, error) {
 	p := req.Params
-	path, base, content := p.Get("path", ""), p.Get("base_dir", ""), p.Get("content", "")
+	path, content := p.Get("path", ""), p.Get("content", "")
 	canon, res := validated(out, path, base)
 	if res != nil {
 		return *res, nil
@@ -699,15 +699,15 @@ func deleteLinesDecl() []sdk.ActionOption {
 
 const msgBadRange = "invalid line range (1-based, start <= end)"
 
-func deleteLines(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
+func deleteLines(ctx context.Context, req *sdk.Request, out *sdk.Output, base *pathcheck.Base) (sdk.Result, error) {
 	p := req.Params
-	path, base := p.Get("path", ""), p.Get("base_dir", "")
+	path := p.Get("path", "")
 	canon, res := validated(out, path, base)
 	if res != nil {
 		return *res, nil
 	}
 	// Upstream's order: the file, then the range, then the open.
-	if res := statRegular(out, canon, maxTextFile); res != nil {
+	if res := statRegular(out, base, canon, maxTextFile); res != nil {
 		return *res, nil
 	}
 	start, okS := p.Int("start_line", 0)

@@ -933,7 +933,7 @@ func TestWriteLockAcrossProcesses(t *testing.T) {
 	h := sdktest.New(t, newPlugin(), sdk.Config{DataDir: data})
 	f := filepath.Join(t.TempDir(), "locked.conf")
 	chgWrite(t, f, "old\n", 0o644)
-	d, err := pinDir("", filepath.Dir(f), true)
+	d, err := pinDir(nil, filepath.Dir(f))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"hash/fnv"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,14 +39,10 @@ type pinnedDir struct {
 	viaFD string
 }
 
-// pinDir opens the canonical directory dir without following links, inside base when
-// base is set. outsideOK accepts a directory outside base (only the case where
-// base_dir names the target file itself, whose own open is checked against base).
-func pinDir(base, dir string, outsideOK bool) (*pinnedDir, error) {
+// pinDir opens the canonical directory dir without following links, beneath base when
+// base is set.
+func pinDir(base *pathcheck.Base, dir string) (*pinnedDir, error) {
 	f, err := pathcheck.OpenIn(base, dir, os.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil && outsideOK && errors.Is(err, pathcheck.ErrOutside) {
-		f, err = pathcheck.Open(dir, os.O_RDONLY|unix.O_DIRECTORY, 0)
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -137,5 +134,22 @@ func (d *pinnedDir) removeIfSame(name string, fi os.FileInfo) {
 func (d *pinnedDir) sync(req *sdk.Request) {
 	if err := d.f.Sync(); err != nil {
 		req.Log.Warn("cannot flush directory", "dir", d.canon, "err", err)
+	}
+}
+
+// entryStat describes the entry e of the open directory d without following a link,
+// through d rather than by a path, which may lead elsewhere by now: its size and
+// whether it is a regular file.
+func entryStat(d *os.File, e fs.DirEntry) (int64, bool, error) {
+	var st unix.Stat_t
+	for {
+		err := unix.Fstatat(int(d.Fd()), e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return 0, false, &os.PathError{Op: "lstat", Path: e.Name(), Err: err}
+		}
+		return st.Size, st.Mode&unix.S_IFMT == unix.S_IFREG, nil
 	}
 }

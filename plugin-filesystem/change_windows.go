@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"hash/fnv"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,7 +28,7 @@ type pinnedDir struct {
 	canon string
 }
 
-func pinDir(base, dir string, outsideOK bool) (*pinnedDir, error) {
+func pinDir(base *pathcheck.Base, dir string) (*pinnedDir, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return nil, err
@@ -35,14 +36,8 @@ func pinDir(base, dir string, outsideOK bool) (*pinnedDir, error) {
 	if !fi.IsDir() {
 		return nil, errors.New("not a directory")
 	}
-	if base != "" && !outsideOK {
-		canonBase, err := pathcheck.Validate(base, "")
-		if err != nil {
-			return nil, err
-		}
-		if !pathcheck.Contains(canonBase, dir) {
-			return nil, pathcheck.ErrOutside
-		}
+	if base != nil && !pathcheck.Contains(base.Path(), dir) {
+		return nil, pathcheck.ErrOutside
 	}
 	return &pinnedDir{canon: dir}, nil
 }
@@ -86,6 +81,16 @@ func (d *pinnedDir) removeIfSame(name string, fi os.FileInfo) {
 	if d.holdsInfo(name, fi) {
 		_ = os.Remove(d.path(name))
 	}
+}
+
+// entryStat describes the entry e of a listed directory: on Windows the listing itself
+// carries the entry's information (no second look by name), so it is that.
+func entryStat(_ *os.File, e fs.DirEntry) (int64, bool, error) {
+	fi, err := e.Info()
+	if err != nil {
+		return 0, false, err
+	}
+	return fi.Size(), fi.Mode().IsRegular(), nil
 }
 
 // sync does nothing: Windows has no directory handle to flush.

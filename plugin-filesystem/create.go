@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -91,28 +92,31 @@ func makeTemp(ctx context.Context, req *sdk.Request, out *sdk.Output, dir bool) 
 	}
 
 	// The path reported keeps the directory as the caller (or the environment) spelt
-	// it, as upstream; the file is created in the canonical directory, opened without
-	// following links, so the answer names the directory that was checked.
-	var canonDir string
+	// it, as upstream. The directory is resolved once and held open, and the entry is
+	// created beneath that descriptor, so a directory swapped for a link meanwhile
+	// cannot redirect it; a link on the way is followed only where no user but root
+	// and the agent's user can have chosen it (docs/filesystem.md, "create_temp").
 	shown, given := req.Params.Lookup("directory")
-	if given && shown != "" {
-		canon, err := pathcheck.Validate(shown, "")
-		if err != nil {
-			return out.Fail("directory does not exist or is not accessible"), nil
-		}
-		if fi, err := os.Stat(canon); err != nil || !fi.IsDir() {
-			return out.Fail("specified directory is not a directory"), nil
-		}
-		canonDir = canon
-	} else {
+	if !given || shown == "" {
 		shown = systemTempDir()
-		canon, err := pathcheck.Validate(shown, "")
-		if err != nil {
-			req.Log.Debug("temporary directory not usable", "dir", shown, "err", err)
-			return out.Fail(failed), nil
-		}
-		canonDir = canon
+		given = false
 	}
+	d, err := pathcheck.OpenDir(shown)
+	var ue *pathcheck.UntrustedError
+	switch {
+	case err == nil:
+		defer d.Close()
+	case !given:
+		req.Log.Debug("temporary directory not usable", "dir", shown, "err", err)
+		return out.Fail(failed), nil
+	case errors.As(err, &ue):
+		return out.Fail("directory refused: " + ue.Error()), nil
+	case errors.Is(err, pathcheck.ErrNotDir):
+		return out.Fail("specified directory is not a directory"), nil
+	default:
+		return out.Fail("directory does not exist or is not accessible"), nil
+	}
+	canonDir := d.Path()
 
 	var created, shownPath string
 	for range tempAttempts {
@@ -128,7 +132,7 @@ func makeTemp(ctx context.Context, req *sdk.Request, out *sdk.Output, dir bool) 
 			req.Log.Debug("temporary path too long", "path", shownPath)
 			return out.Fail(failed), nil
 		}
-		created, err = createTempEntry(canonDir, name, dir)
+		created, err = createTempEntry(d, name, dir)
 		if errors.Is(err, errTempExists) {
 			continue
 		}
@@ -147,7 +151,7 @@ func makeTemp(ctx context.Context, req *sdk.Request, out *sdk.Output, dir bool) 
 	out.Row("path", shownPath)
 	out.Row("persist", persist)
 	if persist != "true" {
-		if err := removeTempEntry(created, dir); err != nil {
+		if err := removeTempEntry(d, filepath.Base(created), dir); err != nil {
 			req.Log.Warn("cannot delete temporary entry", "path", created, "err", err)
 			return out.Fail("failed to delete " + what), nil
 		}

@@ -29,20 +29,15 @@ func tempName(prefix, suffix string) (string, error) {
 
 func tempPathFits(p string) bool { return len(p) <= maxTempPathBytes }
 
-// createTempEntry creates name inside the canonical directory dir, through a
-// descriptor of dir opened without following links, so a directory swapped for a link
-// after validation is refused rather than written into. The entry is created
-// exclusively (an existing entry, link included, is never reused) and then given
-// exactly 0600 or 0700 through its own descriptor, whatever the umask. It returns the
-// path of the new entry.
-func createTempEntry(dir, name string, isDir bool) (string, error) {
-	d, err := pathcheck.Open(dir, os.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		return "", err
-	}
-	defer d.Close()
-	dfd := int(d.Fd())
+// createTempEntry creates name in the held directory d, through its descriptor, so
+// whatever happens to the directory's name meanwhile the entry lands in the directory
+// that was resolved. The entry is created exclusively (an existing entry, link
+// included, is never reused) and then given exactly 0600 or 0700 through its own
+// descriptor, whatever the umask. It returns the path of the new entry.
+func createTempEntry(d *pathcheck.Base, name string, isDir bool) (string, error) {
+	dfd := int(d.File().Fd())
 	var fd int
+	var err error
 	if isDir {
 		if err := unix.Mkdirat(dfd, name, 0o700); err != nil {
 			if errors.Is(err, unix.EEXIST) {
@@ -68,25 +63,20 @@ func createTempEntry(dir, name string, isDir bool) (string, error) {
 	if err := fchmodRetry(fd, mode); err != nil {
 		return "", err
 	}
-	return filepath.Join(dir, name), nil
+	return filepath.Join(d.Path(), name), nil
 }
 
-// removeTempEntry deletes what createTempEntry made, again through a no-follow
-// descriptor of its directory. A directory that someone with the rights to do so
-// filled meanwhile is removed with its content (os.RemoveAll never follows links).
-func removeTempEntry(p string, isDir bool) error {
-	d, err := pathcheck.Open(filepath.Dir(p), os.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
+// removeTempEntry deletes name, made by createTempEntry, from the held directory d,
+// through its descriptor. A directory that someone with the rights to do so filled
+// meanwhile is removed with its content (os.RemoveAll never follows links).
+func removeTempEntry(d *pathcheck.Base, name string, isDir bool) error {
 	flags := 0
 	if isDir {
 		flags = unix.AT_REMOVEDIR
 	}
-	err = unix.Unlinkat(int(d.Fd()), filepath.Base(p), flags)
+	err := unix.Unlinkat(int(d.File().Fd()), name, flags)
 	if isDir && (errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST)) {
-		return os.RemoveAll(p)
+		return os.RemoveAll(filepath.Join(d.Path(), name))
 	}
 	return err
 }

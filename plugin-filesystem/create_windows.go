@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/windows"
+
+	"github.com/yuzugo/yuzu/plugin-filesystem/internal/pathcheck"
 )
 
 // ownerOnlySDDL gives full access to the file's owner (OWNER RIGHTS) and nobody else,
@@ -31,12 +33,14 @@ func tempName(prefix, suffix string) (string, error) {
 
 func tempPathFits(p string) bool { return len(utf16.Encode([]rune(p))) < maxPath }
 
-// createTempEntry creates name in the canonical directory dir with CREATE_NEW (or
+// createTempEntry creates name in the held directory d with CREATE_NEW (or
 // CreateDirectory), which fails on any existing entry, link included, and with the
 // owner-only protected DACL from the start, so there is no moment when the entry has
-// the directory's inherited access.
-func createTempEntry(dir, name string, isDir bool) (string, error) {
-	p := filepath.Join(dir, name)
+// the directory's inherited access. Windows creates nothing relative to a handle: the
+// entry is named by d's canonical path, which the handle, held without delete
+// sharing, keeps from being renamed or replaced meanwhile.
+func createTempEntry(d *pathcheck.Base, name string, isDir bool) (string, error) {
+	p := filepath.Join(d.Path(), name)
 	if !tempPathFits(p) {
 		return "", errors.New("temporary path too long")
 	}
@@ -69,8 +73,9 @@ func createTempEntry(dir, name string, isDir bool) (string, error) {
 	return p, nil
 }
 
-// removeTempEntry deletes what createTempEntry made.
-func removeTempEntry(p string, isDir bool) error {
+// removeTempEntry deletes name, made by createTempEntry, from d.
+func removeTempEntry(d *pathcheck.Base, name string, isDir bool) error {
+	p := filepath.Join(d.Path(), name)
 	if isDir {
 		return os.RemoveAll(p)
 	}

@@ -46,8 +46,7 @@ const fileHashTimeout = 300 * time.Second
 // hashChunk is file_hash's read size; the context is checked between chunks.
 const hashChunk = 1 << 20
 
-func fileHash(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
-	base := req.Params.Get("base_dir", "")
+func fileHash(ctx context.Context, req *sdk.Request, out *sdk.Output, base *pathcheck.Base) (sdk.Result, error) {
 	canon, res := validated(out, req.Params.Get("path", ""), base)
 	if res != nil {
 		return *res, nil
@@ -63,7 +62,7 @@ func fileHash(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Resul
 		return out.Fail("unsupported algorithm: " + algo), nil
 	}
 	const notRegular = "path is not a regular file or does not exist"
-	fi, err := os.Stat(canon)
+	fi, err := statPath(base, canon)
 	if err != nil || !fi.Mode().IsRegular() {
 		return out.Fail(notRegular), nil
 	}
@@ -151,8 +150,7 @@ func getACLDecl() []sdk.ActionOption {
 	}
 }
 
-func getACL(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
-	base := req.Params.Get("base_dir", "")
+func getACL(ctx context.Context, req *sdk.Request, out *sdk.Output, base *pathcheck.Base) (sdk.Result, error) {
 	canon, res := validated(out, req.Params.Get("path", ""), base)
 	if res != nil {
 		return *res, nil
@@ -185,15 +183,14 @@ func getSignatureDecl() []sdk.ActionOption {
 
 // onValidPath runs act, one OS's leg of an action, on the canonical form of the path
 // parameter once validated has accepted it against base_dir.
-func onValidPath(act func(ctx context.Context, req *sdk.Request, out *sdk.Output, canon, base string) sdk.Result) sdk.Handler {
-	return func(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
-		base := req.Params.Get("base_dir", "")
+func onValidPath(act func(ctx context.Context, req *sdk.Request, out *sdk.Output, canon string, base *pathcheck.Base) sdk.Result) sdk.Handler {
+	return withBase(msgNotAccessible, func(ctx context.Context, req *sdk.Request, out *sdk.Output, base *pathcheck.Base) (sdk.Result, error) {
 		canon, res := validated(out, req.Params.Get("path", ""), base)
 		if res != nil {
 			return *res, nil
 		}
 		return act(ctx, req, out, canon, base), nil
-	}
+	})
 }
 
 func getVersionInfoDecl() []sdk.ActionOption {
@@ -264,7 +261,7 @@ func findByHash(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Res
 		return hashResult(out, hashwalk.Result{Reason: hashwalk.ReasonNone,
 			Counters: hashwalk.Counters{SkippedNetworkMount: 1}}), nil
 	}
-	canon, err := pathcheck.Validate(dir, "")
+	canon, err := pathcheck.Validate(dir, nil)
 	if err != nil {
 		return out.Fail("directory is not accessible"), nil
 	}

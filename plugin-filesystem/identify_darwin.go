@@ -21,14 +21,14 @@ const (
 // for a link since the first validation no longer resolves to itself. This narrows
 // the window in which a writer inside base_dir can redirect the tool; it cannot
 // close it, because the tool opens the path by name (docs/filesystem.md).
-func stillValid(p, base string) bool {
+func stillValid(p string, base *pathcheck.Base) bool {
 	again, err := pathcheck.Validate(p, base)
 	return err == nil && again == p
 }
 
 // signature runs codesign on the canonical path and reports its verdict with rc 0,
 // whatever it is.
-func signature(ctx context.Context, req *sdk.Request, out *sdk.Output, canon, base string) sdk.Result {
+func signature(ctx context.Context, req *sdk.Request, out *sdk.Output, canon string, base *pathcheck.Base) sdk.Result {
 	status := "unknown"
 	if stillValid(canon, base) {
 		res, err := subprocess.Run(ctx, subprocess.Spec{
@@ -47,7 +47,7 @@ func signature(ctx context.Context, req *sdk.Request, out *sdk.Output, canon, ba
 // versionInfo reads CFBundleShortVersionString and CFBundleVersion of an .app
 // bundle or an Info.plist with plutil. Whatever is missing is reported as
 // version_status|not_available with rc 0.
-func versionInfo(ctx context.Context, req *sdk.Request, out *sdk.Output, canon, base string) sdk.Result {
+func versionInfo(ctx context.Context, req *sdk.Request, out *sdk.Output, canon string, base *pathcheck.Base) sdk.Result {
 	notAvailable := func() sdk.Result {
 		out.Row("version_status", "not_available")
 		return sdk.Undeclared()

@@ -23,7 +23,7 @@ const maxVersionResource = 1 << 20
 // signature verifies the embedded Authenticode signature with WinVerifyTrust
 // (generic verify v2, no UI, no revocation check) on a handle opened without
 // following a link, and reports the verdict with rc 0.
-func signature(ctx context.Context, req *sdk.Request, out *sdk.Output, canon, base string) sdk.Result {
+func signature(ctx context.Context, req *sdk.Request, out *sdk.Output, canon string, base *pathcheck.Base) sdk.Result {
 	if err := ctx.Err(); err != nil {
 		return out.Fail("get_signature stopped: " + err.Error())
 	}
@@ -67,7 +67,7 @@ func signature(ctx context.Context, req *sdk.Request, out *sdk.Output, canon, ba
 // versionInfo reads the file's version resource with GetFileVersionInfoW and
 // decodes it itself. The file is held open (opened without following a link) while
 // the system reads it by name, and must still be at the validated path afterwards.
-func versionInfo(ctx context.Context, req *sdk.Request, out *sdk.Output, canon, base string) sdk.Result {
+func versionInfo(ctx context.Context, req *sdk.Request, out *sdk.Output, canon string, base *pathcheck.Base) sdk.Result {
 	if err := ctx.Err(); err != nil {
 		return out.Fail("get_version_info stopped: " + err.Error())
 	}

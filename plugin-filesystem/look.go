@@ -41,19 +41,24 @@ func existsDecl() []sdk.ActionOption {
 
 func exists(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	raw := req.Params.Get("path", "")
-	base := req.Params.Get("base_dir", "")
-	if strings.IndexByte(raw, 0) >= 0 || strings.IndexByte(base, 0) >= 0 {
+	if strings.IndexByte(raw, 0) >= 0 || strings.IndexByte(req.Params.Get("base_dir", ""), 0) >= 0 {
 		// Upstream would hand the bytes before the NUL to the system and answer
 		// about another path; no such path can exist.
 		return out.Fail("path contains a NUL byte"), nil
 	}
-	target, err := pathcheck.ValidateOrParent(raw, base)
+	const outside = "path is outside allowed base directory"
+	base, res := openBase(out, req.Params.Get("base_dir", ""), outside)
+	if res != nil {
+		return *res, nil
+	}
+	defer base.Close()
+	if base != nil {
+		return existsIn(out, base, raw), nil
+	}
+	// Without base_dir upstream ignores a failed validation and asks about the path
+	// as given, following links.
+	target, err := pathcheck.ValidateOrParent(raw, nil)
 	if err != nil {
-		if base != "" {
-			return out.Fail("path is outside allowed base directory"), nil
-		}
-		// Without base_dir upstream ignores a failed validation and asks about the
-		// path as given.
 		target = raw
 	}
 	if _, err := os.Stat(target); err != nil {
@@ -61,24 +66,47 @@ func exists(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result,
 		return sdk.Undeclared(), nil
 	}
 	out.Row("exists", "true")
-	canon, err := pathcheck.Validate(raw, base)
+	canon, err := pathcheck.Validate(raw, nil)
 	if err != nil {
-		if base != "" {
-			return out.Fail("path resolves outside allowed base directory"), nil
-		}
 		canon = target
 	}
-	var fi fs.FileInfo
-	if base != "" {
-		// Look at the file without following a link swapped in since the
-		// validation, so nothing outside base_dir is described.
-		fi, err = statIn(base, canon)
-		if err != nil && isSwap(err) {
-			return out.Fail("path resolves outside allowed base directory"), nil
+	fi, err := os.Stat(canon)
+	existsType(out, fi, err)
+	return sdk.Undeclared(), nil
+}
+
+// existsIn is exists with a base directory. Existence is decided by the validation
+// itself, which confirms the canonical path beneath the held base without following a
+// link, and the type by a stat made the same way: a name that leads out of base_dir,
+// even for a moment, is answered with the base-dir error, never with a look at what
+// it led to.
+func existsIn(out *sdk.Output, base *pathcheck.Base, raw string) sdk.Result {
+	const outside = "path is outside allowed base directory"
+	canon, err := pathcheck.Validate(raw, base)
+	if errors.Is(err, pathcheck.ErrNotExist) {
+		// Missing: its parent must still be inside.
+		if _, err := pathcheck.ValidateOrParent(raw, base); err != nil {
+			return out.Fail(outside)
 		}
-	} else {
-		fi, err = os.Stat(canon)
+		out.Row("exists", "false")
+		return sdk.Undeclared()
 	}
+	if err != nil {
+		return out.Fail(outside)
+	}
+	out.Row("exists", "true")
+	fi, err := pathcheck.Stat(base, canon)
+	if err != nil && isSwap(err) {
+		// Swapped since the validation: upstream's answer for a path that
+		// stopped validating between its two checks.
+		return out.Fail("path resolves outside allowed base directory")
+	}
+	existsType(out, fi, err)
+	return sdk.Undeclared()
+}
+
+// existsType writes exists' type and size rows for a stat of the path.
+func existsType(out *sdk.Output, fi fs.FileInfo, err error) {
 	switch {
 	case err != nil:
 		// It existed a moment ago; upstream reports a failed size call as 0.
@@ -94,7 +122,6 @@ func exists(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result,
 		out.Row("type", "other")
 		out.Row("size", "0")
 	}
-	return sdk.Undeclared(), nil
 }
 
 // isSwap reports whether an open failed because the path no longer leads where it
@@ -119,14 +146,13 @@ func listDirDecl() []sdk.ActionOption {
 	}
 }
 
-func listDir(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
-	base := req.Params.Get("base_dir", "")
+func listDir(ctx context.Context, req *sdk.Request, out *sdk.Output, base *pathcheck.Base) (sdk.Result, error) {
 	canon, res := validated(out, req.Params.Get("path", ""), base)
 	if res != nil {
 		return *res, nil
 	}
 	const notDir = "path is not a directory or does not exist"
-	if fi, err := os.Stat(canon); err != nil || !fi.IsDir() {
+	if fi, err := statPath(base, canon); err != nil || !fi.IsDir() {
 		return out.Fail(notDir), nil
 	}
 	d, err := pathcheck.OpenIn(base, canon, os.O_RDONLY|nonBlock, 0)
@@ -149,7 +175,7 @@ func listDir(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result
 		}
 		batch, err := d.ReadDir(min(dirBatch, listDirCap-n))
 		for _, e := range batch {
-			kind, size, ok := lt.entryType(filepath.Join(canon, e.Name()), e)
+			kind, size, ok := lt.entryType(d, filepath.Join(canon, e.Name()), e)
 			if !ok {
 				continue // gone since it was listed
 			}
@@ -170,39 +196,31 @@ func listDir(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result
 // links, except that with a base directory a link whose target lies outside it is
 // not followed: its target is not looked at, and it reads as a link.
 type linkTyper struct {
-	base string // canonical base directory, or ""
+	base *pathcheck.Base // nil without base_dir
 }
 
-func newLinkTyper(base string) linkTyper {
-	if base == "" {
-		return linkTyper{}
-	}
-	canon, err := pathcheck.Validate(base, "")
-	if err != nil {
-		// Validation of the path itself has just succeeded against this base, so
-		// this only happens if the base vanished meanwhile: follow nothing.
-		return linkTyper{base: string(filepath.Separator) + "\x00"}
-	}
-	return linkTyper{base: canon}
-}
+func newLinkTyper(base *pathcheck.Base) linkTyper { return linkTyper{base: base} }
 
 // follow stats p's target, or reports false when p is a link that leads outside the
-// base directory (or nowhere).
+// base directory (or nowhere). With a base the target is resolved by name and then
+// looked at beneath the held base without following a link, so a directory swapped
+// for a link in between cannot lead the stat out.
 func (lt linkTyper) follow(p string) (fs.FileInfo, bool) {
-	if lt.base != "" {
-		t, err := filepath.EvalSymlinks(p)
-		if err != nil || !pathcheck.Contains(lt.base, t) {
-			return nil, false
-		}
-		p = t
+	if lt.base == nil {
+		fi, err := os.Stat(p)
+		return fi, err == nil
 	}
-	fi, err := os.Stat(p)
+	t, err := filepath.EvalSymlinks(p)
+	if err != nil || !pathcheck.Contains(lt.base.Path(), t) {
+		return nil, false
+	}
+	fi, err := pathcheck.Stat(lt.base, t)
 	return fi, err == nil
 }
 
-// entryType returns list_dir's type and size of the entry e at path p. ok is false
-// when the entry vanished since it was listed.
-func (lt linkTyper) entryType(p string, e fs.DirEntry) (kind string, size int64, ok bool) {
+// entryType returns list_dir's type and size of the entry e at path p, listed from
+// the open directory d. ok is false when the entry vanished since it was listed.
+func (lt linkTyper) entryType(d *os.File, p string, e fs.DirEntry) (kind string, size int64, ok bool) {
 	if e.Type()&fs.ModeSymlink != 0 {
 		fi, ok := lt.follow(p)
 		switch {
@@ -217,14 +235,15 @@ func (lt linkTyper) entryType(p string, e fs.DirEntry) (kind string, size int64,
 	case e.IsDir():
 		return "directory", 0, true
 	case e.Type().IsRegular():
-		fi, err := e.Info()
+		// Looked at through d, not by the path, which may lead elsewhere by now.
+		size, regular, err := entryStat(d, e)
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", 0, false
 		}
-		if err != nil || !fi.Mode().IsRegular() {
+		if err != nil || !regular {
 			return "file", 0, true
 		}
-		return "file", fi.Size(), true
+		return "file", size, true
 	}
 	return "other", 0, true
 }
@@ -268,13 +287,12 @@ const readMaxLimit = 10000
 // binaryProbe is how many leading bytes read checks for a NUL.
 const binaryProbe = 512
 
-func read(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
-	base := req.Params.Get("base_dir", "")
+func read(ctx context.Context, req *sdk.Request, out *sdk.Output, base *pathcheck.Base) (sdk.Result, error) {
 	canon, res := validated(out, req.Params.Get("path", ""), base)
 	if res != nil {
 		return *res, nil
 	}
-	fi, err := os.Stat(canon)
+	fi, err := statPath(base, canon)
 	if err != nil || !fi.Mode().IsRegular() {
 		return out.Fail(msgNotRegular), nil
 	}
@@ -328,7 +346,7 @@ func read(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, e
 // at most limit bytes, without following links and without blocking, and checks
 // on the open descriptor that it is still that file, whose stat it returns. On failure
 // the error row has been written and the file is nil.
-func openRegular(out *sdk.Output, base, canon string, fi fs.FileInfo, limit int64) (*os.File, fs.FileInfo, sdk.Result) {
+func openRegular(out *sdk.Output, base *pathcheck.Base, canon string, fi fs.FileInfo, limit int64) (*os.File, fs.FileInfo, sdk.Result) {
 	f, err := openForRead(base, canon)
 	if err != nil {
 		if isSwap(err) {
@@ -374,13 +392,15 @@ func searchDirDecl() []sdk.ActionOption {
 	}
 }
 
-func searchDir(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
-	base := req.Params.Get("base_dir", "")
+// msgRootOutside is search_dir's wording for a root it may not search.
+const msgRootOutside = "root is not accessible or outside allowed base directory"
+
+func searchDir(ctx context.Context, req *sdk.Request, out *sdk.Output, base *pathcheck.Base) (sdk.Result, error) {
 	root, err := pathcheck.Validate(req.Params.Get("root", ""), base)
 	if err != nil {
-		return out.Fail("root is not accessible or outside allowed base directory"), nil
+		return out.Fail(msgRootOutside), nil
 	}
-	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+	if fi, err := statPath(base, root); err != nil || !fi.IsDir() {
 		return out.Fail("root is not a directory"), nil
 	}
 	pat := req.Params.Get("pattern", "")
@@ -442,7 +462,7 @@ func searchDir(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Resu
 // `C:\`) therefore gives its entries depth 0 and reaches one level further. Entries
 // deeper than maxDepth are skipped, so a directory at maxDepth is not opened.
 type nameWalk struct {
-	base     string
+	base     *pathcheck.Base
 	root     string
 	maxDepth int
 	lt       linkTyper
@@ -518,7 +538,7 @@ func joinEntry(dir, name string) string {
 }
 
 // openDir opens a directory of a walk without following any link on its path.
-func openDir(base, p string) (*os.File, error) {
+func openDir(base *pathcheck.Base, p string) (*os.File, error) {
 	f, err := pathcheck.OpenIn(base, p, os.O_RDONLY|nonBlock, 0)
 	if err != nil {
 		return nil, err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -13,7 +12,7 @@ import (
 // openForRead opens a canonical path for reading without following a link, without
 // blocking on a FIFO and, when the agent may, without updating the access time:
 // reads never alter the target.
-func openForRead(base, canon string) (*os.File, error) {
+func openForRead(base *pathcheck.Base, canon string) (*os.File, error) {
 	flags := os.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY
 	f, err := pathcheck.OpenIn(base, canon, flags|unix.O_NOATIME, 0)
 	if errors.Is(err, unix.EPERM) {
@@ -21,16 +20,4 @@ func openForRead(base, canon string) (*os.File, error) {
 		f, err = pathcheck.OpenIn(base, canon, flags, 0)
 	}
 	return f, err
-}
-
-// statIn describes the canonical path through an O_PATH descriptor opened without
-// following any link, inside base: nothing is really opened (a FIFO or a device
-// included), and a link swapped in since the validation is refused.
-func statIn(base, canon string) (fs.FileInfo, error) {
-	f, err := pathcheck.OpenIn(base, canon, unix.O_PATH, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return f.Stat()
 }

@@ -37,21 +37,21 @@ type action struct {
 func actions() []action {
 	return []action{
 		{"exists", exists, existsDecl()},
-		{"list_dir", listDir, listDirDecl()},
-		{"file_hash", fileHash, fileHashDecl()},
+		{"list_dir", withBase(msgNotAccessible, listDir), listDirDecl()},
+		{"file_hash", withBase(msgNotAccessible, fileHash), fileHashDecl()},
 		{"create_temp", createTemp, createTempDecl()},
 		{"create_temp_dir", createTempDir, createTempDirDecl()},
-		{"read", read, readDecl()},
-		{"get_acl", getACL, getACLDecl()},
+		{"read", withBase(msgNotAccessible, read), readDecl()},
+		{"get_acl", withBase(msgNotAccessible, getACL), getACLDecl()},
 		{"get_signature", onValidPath(signature), getSignatureDecl()},
 		{"find_by_hash", findByHash, findByHashDecl()},
-		{"search_dir", searchDir, searchDirDecl()},
+		{"search_dir", withBase(msgRootOutside, searchDir), searchDirDecl()},
 		{"get_version_info", onValidPath(versionInfo), getVersionInfoDecl()},
-		{"search", search, searchDecl()},
-		{"replace", replace, replaceDecl()},
-		{"write_content", writeContent, writeContentDecl()},
-		{"append", appendAction, appendDecl()},
-		{"delete_lines", deleteLines, deleteLinesDecl()},
+		{"search", withBase(msgNotAccessible, search), searchDecl()},
+		{"replace", withBase(msgNotAccessible, replace), replaceDecl()},
+		{"write_content", withBase(msgNotAccessible, writeContent), writeContentDecl()},
+		{"append", withBase(msgNotAccessible, appendAction), appendDecl()},
+		{"delete_lines", withBase(msgNotAccessible, deleteLines), deleteLinesDecl()},
 	}
 }
 

@@ -25,7 +25,7 @@ const lsPath = "/bin/ls"
 // ACL-level flags (the acl row always says "-"), permission names ls filters by file
 // type (a file's inheritance flags, the directory spellings list/search/add_file), and
 // an ACL that exists with no entries (reported as none).
-func Gather(ctx context.Context, path, baseDir string) ([]Row, error) {
+func Gather(ctx context.Context, path string, base *pathcheck.Base) ([]Row, error) {
 	var st unix.Stat_t
 	if err := unix.Lstat(path, &st); err != nil {
 		return nil, fmt.Errorf("stat failed: %w", err)
@@ -33,7 +33,7 @@ func Gather(ctx context.Context, path, baseDir string) ([]Row, error) {
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 		return nil, fmt.Errorf("%s: %w", path, pathcheck.ErrChanged)
 	}
-	if again, err := pathcheck.Validate(path, baseDir); err != nil {
+	if again, err := pathcheck.Validate(path, base); err != nil {
 		return nil, err
 	} else if again != path {
 		return nil, fmt.Errorf("%s: %w", path, pathcheck.ErrChanged)

@@ -25,16 +25,16 @@ var procFD = "/proc/self/fd/"
 
 // Gather reads the owner, mode and POSIX ACLs of path, a canonical path from
 // pathcheck.Validate, and returns the get_acl rows. The file is opened with O_PATH and
-// no link followed (inside baseDir when it is set), and everything is read through
+// no link followed (beneath base when it is set), and everything is read through
 // that descriptor, so the rows describe one file even if the path is swapped
 // meanwhile; O_PATH also means a FIFO or device is never really opened. Both ACLs
 // are read and parsed before any row is built: a failure is one error, never half a
 // listing.
-func Gather(ctx context.Context, path, baseDir string) ([]Row, error) {
+func Gather(ctx context.Context, path string, base *pathcheck.Base) ([]Row, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	f, err := pathcheck.OpenIn(baseDir, path, unix.O_PATH, 0)
+	f, err := pathcheck.OpenIn(base, path, unix.O_PATH, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -46,6 +46,17 @@ func groupName(id uint32) string {
 	return s
 }
 
+// openBase opens base ("" for none) as the plugin does for one command.
+func openBase(t *testing.T, base string) *pathcheck.Base {
+	t.Helper()
+	b, err := pathcheck.OpenBase(base)
+	if err != nil {
+		t.Fatalf("OpenBase(%q): %v", base, err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
 func tempDir(t *testing.T) string {
 	t.Helper()
 	d, err := filepath.EvalSymlinks(t.TempDir())
@@ -57,7 +68,7 @@ func tempDir(t *testing.T) string {
 
 func gather(t *testing.T, path, base string) []Row {
 	t.Helper()
-	rows, err := Gather(context.Background(), path, base)
+	rows, err := Gather(context.Background(), path, openBase(t, base))
 	if err != nil {
 		t.Fatalf("Gather(%s): %v", path, err)
 	}
@@ -214,7 +225,8 @@ func TestGatherRefusesSwapsAndEscapes(t *testing.T) {
 	if err := os.WriteFile(f, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	canon, err := pathcheck.Validate(f, base)
+	b := openBase(t, base)
+	canon, err := pathcheck.Validate(f, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,16 +237,16 @@ func TestGatherRefusesSwapsAndEscapes(t *testing.T) {
 	if err := os.Symlink(secret, f); err != nil {
 		t.Fatal(err)
 	}
-	if rows, err := Gather(context.Background(), canon, base); !errors.Is(err, pathcheck.ErrSymlink) || rows != nil {
+	if rows, err := Gather(context.Background(), canon, b); !errors.Is(err, pathcheck.ErrSymlink) || rows != nil {
 		t.Errorf("swapped file: rows %v, err %v", rows, err)
 	}
 	// A path outside the base directory.
-	if rows, err := Gather(context.Background(), secret, base); !errors.Is(err, pathcheck.ErrOutside) || rows != nil {
+	if rows, err := Gather(context.Background(), secret, b); !errors.Is(err, pathcheck.ErrOutside) || rows != nil {
 		t.Errorf("outside base: rows %v, err %v", rows, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Gather(ctx, secret, ""); !errors.Is(err, context.Canceled) {
+	if _, err := Gather(ctx, secret, nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
 }

@@ -5,9 +5,11 @@ package acl
 import (
 	"context"
 	"errors"
+
+	"github.com/yuzugo/yuzu/plugin-filesystem/internal/pathcheck"
 )
 
 // Gather is not implemented on this system.
-func Gather(context.Context, string, string) ([]Row, error) {
+func Gather(context.Context, string, *pathcheck.Base) ([]Row, error) {
 	return nil, errors.New("ACL reading is not supported on this platform")
 }

@@ -16,11 +16,11 @@ import (
 // is built, so a defect is one error rather than rows followed by an error. A file
 // with no DACL (everyone has full access) has no ace rows. The path is validated
 // again (base directory included) right before it is read.
-func Gather(ctx context.Context, path, baseDir string) ([]Row, error) {
+func Gather(ctx context.Context, path string, base *pathcheck.Base) ([]Row, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if again, err := pathcheck.Validate(path, baseDir); err != nil {
+	if again, err := pathcheck.Validate(path, base); err != nil {
 		return nil, err
 	} else if again != path {
 		return nil, fmt.Errorf("%s: %w", path, pathcheck.ErrChanged)

@@ -3,6 +3,7 @@ package pathcheck
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -89,47 +90,21 @@ func OpenBeneath(dirfd int, name string, flags int) (int, error) {
 	return walkOpen(dirfd, name, flags, 0)
 }
 
-// IsSymlinkErr reports whether err, returned by a no-follow open of name relative
-// to dirfd (OpenBeneath, or openat with O_NOFOLLOW), means that the open met a
-// symbolic link: in the last element of name, or with OpenBeneath in any element.
-// Such opens report ELOOP (ErrSymlink from the fallback walk), but with
-// O_DIRECTORY the kernel may check the type first and report ENOTDIR; then the
-// name itself is looked at, without following it. That costs one fstatat, and
-// only on that error.
-func IsSymlinkErr(dirfd int, name string, err error) bool {
-	switch {
-	case err == nil:
-		return false
-	case errors.Is(err, ErrSymlink), errors.Is(err, unix.ELOOP):
-		return true
-	case errors.Is(err, unix.ENOTDIR):
-		var st unix.Stat_t
-		return unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK
-	}
-	return false
+// dirFlags open a directory the resolution of a base walks through: O_PATH asks
+// for no permission on it beyond search, and opens nothing for reading.
+const dirFlags = unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC
+
+func openAt(b *Base, path string, flag int, perm os.FileMode) (*os.File, error) {
+	return openWith(b, path, flag, perm, useOpenat2())
 }
 
-func openAt(base, path string, flag int, perm os.FileMode) (*os.File, error) {
-	return openWith(base, path, flag, perm, useOpenat2())
-}
-
-// openWith opens path with or without openat2; tests run both.
-func openWith(base, path string, flag int, perm os.FileMode, useOpenat2 bool) (*os.File, error) {
+// openWith opens path with or without openat2; tests run both. With a base the
+// open is resolved from its held directory, beneath it.
+func openWith(b *Base, path string, flag int, perm os.FileMode, useOpenat2 bool) (*os.File, error) {
 	mode := uint32(perm.Perm())
 	dirfd, name, resolve := unix.AT_FDCWD, path, uint64(0)
-	if base != "" {
-		// The base is canonical, so opening it must meet no link either; a base
-		// swapped for a link since it was canonicalised fails here.
-		bfd, err := openNoFollow(unix.AT_FDCWD, base, unix.O_PATH|unix.O_DIRECTORY, 0, 0, useOpenat2)
-		if err != nil {
-			return nil, wrapOpen(base, err)
-		}
-		defer unix.Close(bfd)
-		dirfd, resolve = bfd, unix.RESOLVE_BENEATH
-		name = strings.TrimLeft(path[len(base):], "/")
-		if name == "" {
-			name = "."
-		}
+	if b != nil {
+		dirfd, name, resolve = int(b.dir.Fd()), rel(b.path, path), unix.RESOLVE_BENEATH
 	}
 	fd, err := openNoFollow(dirfd, name, flag, mode, resolve, useOpenat2)
 	if err != nil {
@@ -149,6 +124,26 @@ func openWith(base, path string, flag int, perm os.FileMode, useOpenat2 bool) (*
 		}
 	}
 	return os.NewFile(uintptr(fd), path), nil
+}
+
+// statAt describes path through an O_PATH descriptor opened without following any
+// link (beneath b when set): nothing is really opened, a FIFO or a device included.
+func statAt(b *Base, path string) (fs.FileInfo, error) {
+	f, err := openAt(b, path, unix.O_PATH, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Stat()
+}
+
+// linkFlags open a link itself rather than what it points to.
+const linkFlags = unix.O_PATH | unix.O_NOFOLLOW
+
+// linkTarget reads the target through the descriptor of the link itself, so its owner
+// and its target are those of one link.
+func linkTarget(_ *os.File, link *os.File, _ string) (string, error) {
+	return readlinkAt(int(link.Fd()), "")
 }
 
 func openNoFollow(dirfd int, name string, flag int, mode uint32, resolve uint64, useOpenat2 bool) (int, error) {
@@ -216,6 +211,11 @@ func walkOpen(dirfd int, name string, flag int, mode uint32) (int, error) {
 		next, err := openatRetry(cur, part, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			err = classify(cur, part, err)
+			if errors.Is(err, unix.ENOTDIR) {
+				// What was a directory on the way is not one now: a link swapped
+				// in and out again before classify looked, or another file.
+				err = ErrChanged
+			}
 			unix.Close(cur)
 			return -1, err
 		}
@@ -224,15 +224,6 @@ func walkOpen(dirfd int, name string, flag int, mode uint32) (int, error) {
 	}
 	unix.Close(cur) // not reached: the loop returns at the last element
 	return -1, ErrNotCanonical
-}
-
-func openatRetry(dirfd int, name string, flag int, mode uint32) (int, error) {
-	for {
-		fd, err := unix.Openat(dirfd, name, flag, mode)
-		if !errors.Is(err, unix.EINTR) {
-			return fd, err
-		}
-	}
 }
 
 // classify turns the error of a no-follow open into ErrSymlink when the element is a
@@ -247,7 +238,7 @@ func classify(dirfd int, name string, err error) error {
 
 func wrapOpen(path string, err error) error {
 	switch {
-	case errors.Is(err, ErrSymlink), errors.Is(err, ErrNotCanonical):
+	case errors.Is(err, ErrSymlink), errors.Is(err, ErrNotCanonical), errors.Is(err, ErrChanged):
 		return fmt.Errorf("open %s: %w", path, err)
 	case errors.Is(err, unix.ELOOP):
 		return fmt.Errorf("open %s: %w", path, ErrSymlink)

@@ -4,6 +4,7 @@ package pathcheck
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 )
 
@@ -11,6 +12,10 @@ import (
 // refused rather than done unsafely.
 var errUnsupported = errors.New("no-follow open is not implemented on this system")
 
-func openAt(string, string, int, os.FileMode) (*os.File, error) { return nil, errUnsupported }
+func openAt(*Base, string, int, os.FileMode) (*os.File, error) { return nil, errUnsupported }
+
+func statAt(*Base, string) (fs.FileInfo, error) { return nil, errUnsupported }
+
+func openDir(string, bool) (*Base, error) { return nil, errUnsupported }
 
 func realPath(*os.File) (string, error) { return "", errUnsupported }

@@ -2,6 +2,7 @@ package pathcheck
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"unsafe"
@@ -20,8 +21,10 @@ type fileAttributeTagInfo struct {
 
 // openAt opens the last element without following a reparse point and refuses a
 // link there; a link in an earlier element is caught afterwards, because the path the
-// system reports for the handle then differs from the one asked for.
-func openAt(base, path string, flag int, perm os.FileMode) (*os.File, error) {
+// system reports for the handle then differs from the one asked for. Windows opens
+// nothing relative to a handle, so with a base the check is that reported path: it
+// must lie inside the base's.
+func openAt(b *Base, path string, flag int, perm os.FileMode) (*os.File, error) {
 	f, err := os.OpenFile(path, flag|windows.O_FILE_FLAG_OPEN_REPARSE_POINT, perm)
 	if err != nil {
 		return nil, err
@@ -45,11 +48,61 @@ func openAt(base, path string, flag int, perm os.FileMode) (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("open %s: now resolves to %s: %w", path, real, ErrChanged)
 	}
-	if base != "" && !Contains(base, real) {
+	if b != nil && !Contains(b.path, real) {
 		f.Close()
 		return nil, fmt.Errorf("open %s: %w", path, ErrOutside)
 	}
 	return f, nil
+}
+
+// statAt describes path without following a reparse point in its last element, and
+// only if the path still resolves to itself (a link swapped in on the way is
+// refused) and, with b, lies inside b.
+func statAt(b *Base, path string) (fs.FileInfo, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Mode()&(fs.ModeSymlink|fs.ModeIrregular) != 0 {
+		return nil, fmt.Errorf("%s: %w", path, ErrSymlink)
+	}
+	again, err := canonical(path)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.EqualFold(again, path) {
+		return nil, fmt.Errorf("%s: now resolves to %s: %w", path, again, ErrChanged)
+	}
+	if b != nil && !Contains(b.path, again) {
+		return nil, ErrOutside
+	}
+	return fi, nil
+}
+
+// openDir resolves raw and holds the directory open. Windows governs who may change
+// a directory by its ACL, which the installer sets on the agent's directories; no
+// ownership is judged here (strict makes no difference). The handle is opened
+// without delete sharing, so while it is held nobody can rename the directory away
+// or put a junction in its place.
+func openDir(raw string, strict bool) (*Base, error) {
+	canon, err := canonical(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotExist, err)
+	}
+	f, err := os.Open(canon)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotExist, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w: %w", ErrNotExist, err)
+	}
+	if !fi.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", canon, ErrNotDir)
+	}
+	return &Base{path: canon, dir: f}, nil
 }
 
 // realPath returns GetFinalPathNameByHandle's answer in the usual drive-letter or

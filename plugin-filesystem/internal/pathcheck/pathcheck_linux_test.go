@@ -149,14 +149,17 @@ func TestValidateAttacks(t *testing.T) {
 	at := func(s string) string { return strings.ReplaceAll(s, "@", root) }
 	for _, tc := range tests {
 		var got string
-		var err error
-		switch tc.fn {
-		case validate:
-			got, err = Validate(at(tc.raw), at(tc.base))
-		case orParent:
-			got, err = ValidateOrParent(at(tc.raw), at(tc.base))
-		default:
-			got, err = ValidateNew(at(tc.raw), at(tc.base))
+		b, err := OpenBase(at(tc.base))
+		if err == nil {
+			switch tc.fn {
+			case validate:
+				got, err = Validate(at(tc.raw), b)
+			case orParent:
+				got, err = ValidateOrParent(at(tc.raw), b)
+			default:
+				got, err = ValidateNew(at(tc.raw), b)
+			}
+			b.Close()
 		}
 		if tc.err != nil {
 			if !errors.Is(err, tc.err) {
@@ -175,6 +178,7 @@ func TestValidateAttacks(t *testing.T) {
 func TestOpenAttacks(t *testing.T) {
 	type env struct {
 		root, base string
+		b          *Base // base, held open
 	}
 	tests := []struct {
 		name string
@@ -184,83 +188,76 @@ func TestOpenAttacks(t *testing.T) {
 		read string // with err nil: the content to read
 	}{
 		{"canonical file", func(t *testing.T, e env) (*os.File, error) {
-			return OpenIn(e.base, mustValidate(t, e.base+"/link_in", e.base), os.O_RDONLY, 0)
+			return OpenIn(e.b, mustValidate(t, e.base+"/link_in", e.b), os.O_RDONLY, 0)
 		}, nil, "inside\n"},
 		{"directory swapped for a link inside base", func(t *testing.T, e env) (*os.File, error) {
-			p := mustValidate(t, e.base+"/sub/inner.txt", e.base)
+			p := mustValidate(t, e.base+"/sub/inner.txt", e.b)
 			must(t, os.Rename(e.base+"/sub", e.base+"/sub_real"))
 			must(t, os.Symlink("sub_real", e.base+"/sub"))
 			return Open(p, os.O_RDONLY, 0)
 		}, ErrSymlink, ""},
 		{"directory swapped for a link leaving base", func(t *testing.T, e env) (*os.File, error) {
-			p := mustValidate(t, e.base+"/sub/inner.txt", e.base)
+			p := mustValidate(t, e.base+"/sub/inner.txt", e.b)
 			must(t, os.Rename(e.base+"/sub", e.base+"/sub_old"))
 			must(t, os.WriteFile(e.root+"/outside/inner.txt", []byte("secret\n"), 0o644))
 			must(t, os.Symlink("../outside", e.base+"/sub"))
-			return OpenIn(e.base, p, os.O_RDONLY, 0)
+			return OpenIn(e.b, p, os.O_RDONLY, 0)
 		}, ErrSymlink, ""},
 		{"last element swapped for a link", func(t *testing.T, e env) (*os.File, error) {
-			p := mustValidate(t, e.base+"/file.txt", e.base)
+			p := mustValidate(t, e.base+"/file.txt", e.b)
 			must(t, os.Remove(p))
 			must(t, os.Symlink("../outside/secret.txt", p))
-			return OpenIn(e.base, p, os.O_RDONLY, 0)
+			return OpenIn(e.b, p, os.O_RDONLY, 0)
 		}, ErrSymlink, ""},
 		{"last element swapped, O_PATH", func(t *testing.T, e env) (*os.File, error) {
-			p := mustValidate(t, e.base+"/file.txt", e.base)
+			p := mustValidate(t, e.base+"/file.txt", e.b)
 			must(t, os.Remove(p))
 			must(t, os.Symlink("../outside/secret.txt", p))
 			return Open(p, unix.O_PATH, 0)
 		}, ErrSymlink, ""},
 		{"last element swapped, O_PATH|O_NOFOLLOW", func(t *testing.T, e env) (*os.File, error) {
-			p := mustValidate(t, e.base+"/file.txt", e.base)
+			p := mustValidate(t, e.base+"/file.txt", e.b)
 			must(t, os.Remove(p))
 			must(t, os.Symlink("../outside/secret.txt", p))
 			return Open(p, unix.O_PATH|unix.O_NOFOLLOW, 0)
 		}, ErrSymlink, ""},
 		{"last element swapped, writing", func(t *testing.T, e env) (*os.File, error) {
-			p := mustValidate(t, e.base+"/file.txt", e.base)
+			p := mustValidate(t, e.base+"/file.txt", e.b)
 			must(t, os.Remove(p))
 			must(t, os.Symlink("../outside/secret.txt", p))
 			return Open(p, os.O_WRONLY|os.O_APPEND, 0)
 		}, ErrSymlink, ""},
-		{"base swapped for a link", func(t *testing.T, e env) (*os.File, error) {
-			// The base now canonicalises elsewhere, so the validated path is no
-			// longer inside it.
-			p := mustValidate(t, e.base+"/file.txt", e.base)
+		{"base swapped for a link to elsewhere after it was opened", func(t *testing.T, e env) (*os.File, error) {
+			// The base is held: opens stay in the directory that was resolved,
+			// wherever it has been moved, and never follow the new name.
+			p := mustValidate(t, e.base+"/file.txt", e.b)
 			must(t, os.Rename(e.base, e.root+"/base_moved"))
-			must(t, os.Symlink("base_moved", e.base))
-			return OpenIn(e.base, p, os.O_RDONLY, 0)
-		}, ErrOutside, ""},
-		{"base element swapped for a link after canonicalising", func(t *testing.T, e env) (*os.File, error) {
-			// openWith receives the canonical base; a link in its place is met when
-			// the base itself is opened.
-			p := mustValidate(t, e.base+"/file.txt", e.base)
-			must(t, os.Rename(e.base, e.root+"/base_moved"))
-			must(t, os.Symlink("base_moved", e.base))
-			return openWith(e.base, p, os.O_RDONLY, 0, useOpenat2())
-		}, ErrSymlink, ""},
+			must(t, os.Symlink("outside", e.base))
+			must(t, os.WriteFile(e.root+"/outside/file.txt", []byte("secret\n"), 0o644))
+			return OpenIn(e.b, p, os.O_RDONLY, 0)
+		}, nil, "inside\n"},
 		{"path outside base", func(t *testing.T, e env) (*os.File, error) {
-			return OpenIn(e.base, e.root+"/outside/secret.txt", os.O_RDONLY, 0)
+			return OpenIn(e.b, e.root+"/outside/secret.txt", os.O_RDONLY, 0)
 		}, ErrOutside, ""},
 		{"prefix sibling of base", func(t *testing.T, e env) (*os.File, error) {
-			return OpenIn(e.base, e.root+"/basebackup/file.txt", os.O_RDONLY, 0)
+			return OpenIn(e.b, e.root+"/basebackup/file.txt", os.O_RDONLY, 0)
 		}, ErrOutside, ""},
 		{"relative path refused", func(t *testing.T, e env) (*os.File, error) {
 			return Open("base/file.txt", os.O_RDONLY, 0)
 		}, ErrNotCanonical, ""},
 		{"dot-dot refused", func(t *testing.T, e env) (*os.File, error) {
-			return OpenIn(e.base, e.base+"/../outside/secret.txt", os.O_RDONLY, 0)
+			return OpenIn(e.b, e.base+"/../outside/secret.txt", os.O_RDONLY, 0)
 		}, ErrNotCanonical, ""},
 		{"magic link refused", func(t *testing.T, e env) (*os.File, error) {
 			return Open("/proc/self/root"+e.base+"/file.txt", os.O_RDONLY, 0)
 		}, ErrSymlink, ""},
 		{"create new file", func(t *testing.T, e env) (*os.File, error) {
-			p, err := ValidateNew(e.base+"/dirlink_in/created.txt", e.base)
+			p, err := ValidateNew(e.base+"/dirlink_in/created.txt", e.b)
 			must(t, err)
-			return OpenIn(e.base, p, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+			return OpenIn(e.b, p, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
 		}, nil, ""},
 		{"base directory itself", func(t *testing.T, e env) (*os.File, error) {
-			return OpenIn(e.base, e.base, os.O_RDONLY, 0)
+			return OpenIn(e.b, e.base, os.O_RDONLY, 0)
 		}, nil, ""},
 		{"NUL refused", func(t *testing.T, e env) (*os.File, error) {
 			return Open(e.base+"/file.txt\x00", os.O_RDONLY, 0)
@@ -274,6 +271,7 @@ func TestOpenAttacks(t *testing.T) {
 		for _, tc := range tests {
 			root := newTree(t)
 			e := env{root: root, base: root + "/base"}
+			e.b = openBase(t, e.base)
 			forceWalk.Store(walk)
 			f, err := tc.run(t, e)
 			forceWalk.Store(false)
@@ -305,12 +303,13 @@ func TestOpenAttacks(t *testing.T) {
 func TestCreateRefusesPlantedLink(t *testing.T) {
 	root := newTree(t)
 	base := root + "/base"
-	p, err := ValidateNew(base+"/planted", base)
+	b := openBase(t, base)
+	p, err := ValidateNew(base+"/planted", b)
 	must(t, err)
 	must(t, os.Symlink("../outside/planted_target", p))
 	for _, walk := range []bool{false, true} {
 		forceWalk.Store(walk)
-		f, err := OpenIn(base, p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		f, err := OpenIn(b, p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 		forceWalk.Store(false)
 		if err == nil {
 			f.Close()
@@ -325,31 +324,43 @@ func TestCreateRefusesPlantedLink(t *testing.T) {
 func TestCheckInsideAfterMove(t *testing.T) {
 	root := newTree(t)
 	base := root + "/base"
-	f, err := OpenIn(base, mustValidate(t, base+"/sub/inner.txt", base), os.O_RDONLY, 0)
+	b := openBase(t, base)
+	f, err := OpenIn(b, mustValidate(t, base+"/sub/inner.txt", b), os.O_RDONLY, 0)
 	must(t, err)
 	defer f.Close()
-	if err := CheckInside(f, base); err != nil {
+	if err := CheckInside(f, b); err != nil {
 		t.Fatalf("CheckInside before the move: %v", err)
 	}
 	must(t, os.Rename(base+"/sub", root+"/outside/moved"))
-	if err := CheckInside(f, base); !errors.Is(err, ErrOutside) {
+	if err := CheckInside(f, b); !errors.Is(err, ErrOutside) {
 		t.Errorf("CheckInside after moving the directory out: %v", err)
 	}
 	if p, err := RealPath(f); err != nil || p != root+"/outside/moved/inner.txt" {
 		t.Errorf("RealPath = %q, %v", p, err)
 	}
-	if err := CheckInside(f, ""); err != nil {
+	if err := CheckInside(f, nil); err != nil {
 		t.Errorf("CheckInside without base: %v", err)
 	}
 }
 
-func mustValidate(t *testing.T, raw, base string) string {
+func mustValidate(t *testing.T, raw string, b *Base) string {
 	t.Helper()
-	p, err := Validate(raw, base)
+	p, err := Validate(raw, b)
 	if err != nil {
-		t.Fatalf("Validate(%q, %q): %v", raw, base, err)
+		t.Fatalf("Validate(%q, %q): %v", raw, b.Path(), err)
 	}
 	return p
+}
+
+// openBase opens base as OpenBase does for the length of the test.
+func openBase(t *testing.T, base string) *Base {
+	t.Helper()
+	b, err := OpenBase(base)
+	if err != nil {
+		t.Fatalf("OpenBase(%q): %v", base, err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
 }
 
 func must(t *testing.T, err error) {
