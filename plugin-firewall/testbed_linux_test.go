@@ -416,7 +416,10 @@ func (tb *testbed) startFirewalld(bus, defaultZone string, zones map[string]stri
 	defer conn.Close()
 	obj := conn.Object("org.fedoraproject.FirewallD1", "/org/fedoraproject/FirewallD1")
 	var state string
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	// firewalld is Python: at load 45 it took over 30 s to start. The loop ends as
+	// soon as it runs; the bound only stops a firewalld that never will.
+	const bound = 180 * time.Second
+	for deadline := time.Now().Add(bound); ; {
 		v, err := obj.GetProperty("org.fedoraproject.FirewallD1.state")
 		if err == nil {
 			state, _ = v.Value().(string)
@@ -432,7 +435,7 @@ func (tb *testbed) startFirewalld(bus, defaultZone string, zones map[string]stri
 		}
 		if time.Now().After(deadline) {
 			logText, _ := os.ReadFile(log)
-			tb.t.Fatalf("firewalld not RUNNING after 30s (state %q, last error %v): %s\n%s", state, err, out, logText)
+			tb.t.Fatalf("firewalld not RUNNING after %v (state %q, last error %v): %s\n%s", bound, state, err, out, logText)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
