@@ -100,7 +100,10 @@ func (f *fleet) agent(extra ...string) *agentProc {
 	f.mu.Lock()
 	f.last, f.timeout = a, timeout
 	f.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// run waits up to 30 s for its plugins to start, so that its registration
+	// describes them, before it connects; at load 45 a start ran out of its 10 s and
+	// that whole wait passed. The bound is well beyond it.
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	if err := f.srv.WaitSubscribed(ctx); err != nil {
 		f.t.Fatalf("the agent did not subscribe: %v\n%s", err, a.stderr.String())
