@@ -105,7 +105,7 @@ func fileHash(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Resul
 	out.Row("hash", hex.EncodeToString(h.Sum(nil)))
 	out.Row("algorithm", algo)
 	out.Row("size", strconv.FormatInt(n, 10))
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 // copyCtx copies r into w in hashChunk pieces until EOF, stopping when ctx ends.
@@ -168,7 +168,7 @@ func getACL(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result,
 		return out.Fail(err.Error()), nil
 	}
 	writeRows(out, rows)
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 func getSignatureDecl() []sdk.ActionOption {
@@ -313,7 +313,7 @@ func onNetwork(table *mounts.Table, dir string) bool {
 func hashResult(out *sdk.Output, r hashwalk.Result) sdk.Result {
 	writeRows(out, hashwalk.Rows(r))
 	if st := hashwalk.StatusOf(r); st.Constrained {
-		return sdk.Constrained(st.Provenance)
+		return sdk.Partial(st.Provenance)
 	}
-	return sdk.Undeclared()
+	return sdk.Done()
 }

@@ -58,7 +58,7 @@ func exists(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result,
 	}
 	if _, err := os.Stat(target); err != nil {
 		out.Row("exists", "false")
-		return sdk.Undeclared(), nil
+		return sdk.Done(), nil
 	}
 	out.Row("exists", "true")
 	canon, err := pathcheck.Validate(raw, base)
@@ -94,7 +94,7 @@ func exists(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result,
 		out.Row("type", "other")
 		out.Row("size", "0")
 	}
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 // isSwap reports whether an open failed because the path no longer leads where it
@@ -163,7 +163,7 @@ func listDir(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result
 	if n >= listDirCap {
 		out.Row("warning", "output truncated at 1000 entries")
 	}
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 // linkTyper types directory entries the way upstream does, following symbolic
@@ -321,7 +321,7 @@ func read(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, e
 	}
 	out.Row("total_lines", strconv.Itoa(total))
 	out.Row("file_size", strconv.FormatInt(size, 10))
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 // openRegular opens canon, which a stat has just shown to be the regular file fi of
@@ -345,7 +345,7 @@ func openRegular(out *sdk.Output, base, canon string, fi fs.FileInfo, limit int6
 		f.Close()
 		return nil, nil, out.Fail(tooLarge(now.Size()))
 	}
-	return f, now, sdk.Undeclared()
+	return f, now, sdk.Done()
 }
 
 // ---- search_dir ----
@@ -429,7 +429,7 @@ func searchDir(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Resu
 		return out.Fail("search_dir stopped: " + err.Error()), nil
 	}
 	out.Row("total_matches", strconv.Itoa(found))
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 // nameWalk is search_dir's walk: depth first, each directory's entries in the order

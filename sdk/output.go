@@ -59,15 +59,18 @@ func (o *Output) Line(row string) {
 	o.write(rows.Line(row))
 }
 
-// Error writes the row `error|<msg>`.
+// Error writes the row `error|<msg>` and lets the command go on: for one item that
+// could not be read in an answer that continues. To end the command failed, return
+// Fail's result instead.
 func (o *Output) Error(msg string) {
 	o.write("error|" + rows.Line(msg))
 }
 
-// Fail writes `error|<msg>` and returns the failed result (rc 1).
+// Fail writes `error|<msg>` and returns the failed result (rc 1): end a failed
+// command with `return out.Fail(msg), nil`.
 func (o *Output) Fail(msg string) Result {
 	o.Error(msg)
-	return Failed()
+	return failed
 }
 
 // Failf is Fail with a format string.

@@ -141,7 +141,7 @@ func (s *server) Execute(req *pluginv1.ExecuteRequest, stream pluginv1.PluginSer
 	} else {
 		// The upstream contract: this one row carries no error| prefix.
 		out.Line("unknown action: " + r.Action)
-		res = Failed()
+		res = failed
 	}
 	res, err := out.finish(res)
 	if err != nil {

@@ -19,8 +19,8 @@ func TestOutcomeString(t *testing.T) {
 	}{
 		{Outcome{}, "[result_status] UNDECLARED / UNKNOWN\n"},
 		{Outcome{Rows: []string{"a|b", "c"}}, "a|b\nc\n[result_status] UNDECLARED / UNKNOWN\n"},
-		{Outcome{Rows: []string{"error|x"}, Result: sdk.Failed()}, "error|x\n[result_status] UNDECLARED / UNKNOWN\n[rc] 1\n"},
-		{Outcome{Result: sdk.Constrained("tags:persist_failed")}, "[result_status] CONSTRAINED / PARTIAL / tags:persist_failed\n"},
+		{Outcome{Rows: []string{"error|x"}, Result: sdk.Result{Code: 1}}, "error|x\n[result_status] UNDECLARED / UNKNOWN\n[rc] 1\n"},
+		{Outcome{Result: sdk.Partial("tags:persist_failed")}, "[result_status] CONSTRAINED / PARTIAL / tags:persist_failed\n"},
 		{Outcome{Result: sdk.Result{Code: 2, Status: sdk.StatusOK, Completeness: sdk.CompletenessFull}}, "[result_status] OK / FULL\n[rc] 2\n"},
 	}
 	for _, c := range cases {
@@ -85,7 +85,7 @@ func TestInProcessHarness(t *testing.T) {
 	p := sdk.New("harness", "1", "")
 	p.Handle("echo", func(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 		out.Row("v", req.Params.Get("v", "absent"), req.Config.AgentID)
-		return sdk.Undeclared(), nil
+		return sdk.Done(), nil
 	})
 	h := New(t, p, sdk.Config{AgentID: "a1"})
 	if h.Client != nil {

@@ -31,7 +31,7 @@ func newPlugin() *sdk.Plugin {
 			sdk.Message(sdk.RuleMaxLength, "name exceeds 128 bytes")),
 		sdk.Param("shout", sdk.TypeBool, "Greet in capitals", sdk.Default("false")),
 		sdk.Row("greeting", "text"),
-		sdk.Supported(sdk.OSSupport{Level: sdk.SupportSupported, Mechanism: "in_process"}),
+		sdk.OnAll(sdk.OSSupport{Level: sdk.SupportSupported, Mechanism: "in_process"}),
 	)
 	p.Definitions(definitions, "definitions")
 	return p
@@ -43,5 +43,5 @@ func greet(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, er
 		greeting = "HELLO"
 	}
 	out.Row("greeting", greeting+", "+req.Params.Get("name", "")+"!")
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
