@@ -11,6 +11,7 @@ func manifestToProto(p *Plugin) *pluginv1.Manifest {
 		Version:     p.Version,
 		Description: p.Description,
 		SdkVersion:  Version,
+		Vendor:      p.Vendor,
 	}
 	for _, a := range p.actions {
 		pa := &pluginv1.Action{
@@ -81,6 +82,12 @@ func parameterToProto(p *Parameter) *pluginv1.Parameter {
 		Maximum:      p.Maximum,
 		Clamped:      p.Clamped,
 		DisplayName:  p.DisplayName,
+	}
+	if len(p.Messages) > 0 {
+		pp.Messages = make(map[string]string, len(p.Messages))
+		for r, text := range p.Messages {
+			pp.Messages[string(r)] = text
+		}
 	}
 	if p.MinLength != nil {
 		n := uint32(*p.MinLength)

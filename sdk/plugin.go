@@ -150,6 +150,12 @@ type Plugin struct {
 	Name        string
 	Version     string
 	Description string
+	// Vendor is the prefix of the definitions the SDK derives from the declarations:
+	// with Vendor "acme", action scan of plugin disk is served as the definition
+	// acme.disk.scan, complete with its parameters, columns and platforms, unless a
+	// shipped definition runs it. A shipped document with that id only overrides what
+	// Go cannot say (description, type, approval, ttl, roles). Empty derives nothing.
+	Vendor string
 
 	actions     []*Action
 	byName      map[string]*Action

@@ -133,8 +133,8 @@ func (s *server) Execute(req *pluginv1.ExecuteRequest, stream pluginv1.PluginSer
 	}
 	var res Result
 	if a, ok := s.p.byName[r.Action]; ok {
-		if msg := checkParams(a.Params, req.GetParameters()); msg != "" {
-			res = out.Fail(msg)
+		if err := CheckParams(a.Params, req.GetParameters()); err != nil {
+			res = out.Fail(err.Error())
 		} else {
 			res = s.call(ctx, a, r, out)
 		}

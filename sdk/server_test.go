@@ -270,14 +270,9 @@ func TestServerManifest(t *testing.T) {
 		t.Errorf("legs %+v", a)
 	}
 	// Declarations travel over the wire unchanged: what the agent learns from
-	// Describe is what the plugin declared.
-	// (Messages stay in the plugin: they word its own error rows.)
+	// Describe is what the plugin declared, messages included: the agent words a
+	// refusal on the definition path with them.
 	local := host.ManifestOf(p)
-	for _, a := range local.Actions {
-		for i := range a.Params {
-			a.Params[i].Messages = nil
-		}
-	}
 	wire, _ := json.Marshal(m.Actions)
 	declared, _ := json.Marshal(local.Actions)
 	if string(wire) != string(declared) {

@@ -465,12 +465,12 @@ func (k *keeper) snapshot() {
 	// The last known version and actions, rebuilt only when a new child brings its
 	// manifest: run calls this for every command, and the list does not change.
 	// status() clones Actions, so snapshots may share it.
-	st.Version, st.Actions = k.snap.Version, k.snap.Actions
+	st.Version, st.Actions, st.Protocol = k.snap.Version, k.snap.Actions, k.snap.Protocol
 	if k.child != nil {
 		st.Pid = k.child.Pid()
 		if k.child != k.snapChild {
 			m := k.child.Manifest()
-			st.Version, st.Actions = m.Version, make([]string, 0, len(m.Actions))
+			st.Version, st.Actions, st.Protocol = m.Version, make([]string, 0, len(m.Actions)), m.Protocol
 			for _, a := range m.Actions {
 				st.Actions = append(st.Actions, a.Name)
 			}

@@ -211,6 +211,7 @@ type Status struct {
 	Path      string
 	State     State
 	Version   string // empty until the plugin has run once
+	Protocol  int    // the negotiated plugin protocol version; 0 until it has run once
 	Restarts  int
 	LastError string
 	Actions   []string

@@ -14,6 +14,7 @@ func manifestFromProto(pm *pluginv1.Manifest) Manifest {
 		Version:     pm.GetVersion(),
 		Description: pm.GetDescription(),
 		SDKVersion:  pm.GetSdkVersion(),
+		Vendor:      pm.GetVendor(),
 	}
 	for _, a := range pm.GetActions() {
 		act := sdk.Action{
@@ -85,6 +86,16 @@ func parameterFromProto(p *pluginv1.Parameter) sdk.Parameter {
 		Minimum:     p.Minimum,
 		Maximum:     p.Maximum,
 		Clamped:     p.GetClamped(),
+	}
+	// A rule this SDK does not know would fail Compile; such a message is dropped
+	// rather than the whole manifest refused (the plugin's own check still uses it).
+	for r, text := range p.GetMessages() {
+		if sdk.Rule(r).Valid() {
+			if out.Messages == nil {
+				out.Messages = map[sdk.Rule]string{}
+			}
+			out.Messages[sdk.Rule(r)] = text
+		}
 	}
 	if p.MinLength != nil {
 		n := int(*p.MinLength)

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/definition"
 	"github.com/yuzugo/yuzu/sdk/internal/pluginv1"
 	"github.com/yuzugo/yuzu/sdk/internal/wire"
 )
@@ -63,7 +64,13 @@ type Manifest struct {
 	Version     string
 	Description string
 	SDKVersion  string
-	Actions     []sdk.Action
+	// Vendor is the plugin's prefix for derived definitions (sdk.Plugin.Vendor).
+	Vendor string
+	// Protocol is the plugin protocol version the host and the plugin agreed on at
+	// the go-plugin handshake (1 is yuzu.plugin.v1); the host fills it in, 0 when no
+	// handshake took place (ManifestOf, an in-process harness).
+	Protocol int
+	Actions  []sdk.Action
 	// Definitions are the InstructionDefinition files the plugin ships.
 	Definitions []sdk.DefinitionFile
 }
@@ -78,6 +85,17 @@ func (m Manifest) Action(name string) (sdk.Action, bool) {
 	return sdk.Action{}, false
 }
 
+// ServedDefinitions returns the definitions the plugin serves: the ones it ships and,
+// when it declares a vendor prefix, the ones derived from its declarations
+// (definition.Served). A plugin that ships none and derives none serves none; that is
+// no error.
+func (m Manifest) ServedDefinitions() ([]definition.Definition, error) {
+	if m.Vendor == "" && len(m.Definitions) == 0 {
+		return nil, nil
+	}
+	return definition.Served(m.Name, m.Vendor, m.Version, m.Actions, m.Definitions)
+}
+
 // ManifestOf returns the manifest p would send, without starting it: what the agent
 // would learn from Describe. Tests use it to check a plugin's declarations.
 func ManifestOf(p *sdk.Plugin) Manifest {
@@ -86,6 +104,7 @@ func ManifestOf(p *sdk.Plugin) Manifest {
 		Version:     p.Version,
 		Description: p.Description,
 		SDKVersion:  sdk.Version,
+		Vendor:      p.Vendor,
 		Actions:     p.Actions(),
 		Definitions: p.DefinitionFiles(),
 	}

@@ -49,6 +49,8 @@ type Harness struct {
 	client *host.Client
 	// Client is the go-plugin client when the plugin runs as a child, else nil.
 	Client *plugin.Client
+	// protocol is the negotiated protocol version, 0 in process.
+	protocol int
 }
 
 // New serves p in process and configures it with cfg. The server stops when the test
@@ -98,7 +100,7 @@ func Start(t testing.TB, path string, cfg sdk.Config) *Harness {
 	if err != nil {
 		t.Fatalf("sdktest: dispense %s: %v", path, err)
 	}
-	h := &Harness{t: t, client: hc, Client: c}
+	h := &Harness{t: t, client: hc, Client: c, protocol: c.NegotiatedVersion()}
 	h.configure(cfg)
 	return h
 }
@@ -135,6 +137,7 @@ func (h *Harness) Manifest() host.Manifest {
 	if err != nil {
 		h.t.Fatalf("sdktest: describe: %v", err)
 	}
+	m.Protocol = h.protocol
 	return m
 }
 

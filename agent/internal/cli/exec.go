@@ -86,6 +86,9 @@ func resolveDefinition(ctx context.Context, cfg *config, sup *supervisor.Supervi
 	if !def.SupportsPlatform(runtime.GOOS) {
 		return fmt.Errorf("definition %s is not available on %s (platforms: %s)", def.ID, runtime.GOOS, strings.Join(def.Platforms, ", "))
 	}
+	if err := def.CheckAgentVersion(Version); err != nil {
+		return err
+	}
 	m, err := sup.Describe(ctx, def.Plugin)
 	if err != nil {
 		return err
@@ -99,8 +102,13 @@ func resolveDefinition(ctx context.Context, cfg *config, sup *supervisor.Supervi
 	if len(problems) > 0 {
 		return fmt.Errorf("definition %s disagrees with plugin %s %s: %v", def.ID, m.Name, m.Version, problems[0])
 	}
+	// The plugin's order and messages, so the refusal is the very row the plugin
+	// itself would answer on `exec PLUGIN ACTION` or from the fleet server.
+	if a, ok := m.Action(def.Action); ok {
+		def = def.WithDeclaration(a)
+	}
 	if err := def.Validate(t.params); err != nil {
-		return fmt.Errorf("%s: %w", def.ID, err)
+		return err
 	}
 	if !cfg.timeoutSet && def.TTL() > 0 {
 		cfg.timeout = def.TTL()
@@ -162,16 +170,13 @@ func containsSegment(id, name string) bool {
 	return false
 }
 
-// pluginDefinitions returns the definitions plugin n serves.
+// pluginDefinitions returns the definitions plugin n serves, derived ones included.
 func pluginDefinitions(ctx context.Context, sup *supervisor.Supervisor, n string) ([]definition.Definition, error) {
 	m, err := sup.Describe(ctx, n)
 	if err != nil {
 		return nil, err
 	}
-	if len(m.Definitions) == 0 {
-		return nil, nil
-	}
-	defs, err := definition.ParseFiles(m.Definitions)
+	defs, err := m.ServedDefinitions()
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s serves definitions that do not parse: %w", n, err)
 	}

@@ -430,7 +430,10 @@ type Manifest struct {
 	Actions []*Action `protobuf:"bytes,5,rep,name=actions,proto3" json:"actions,omitempty"`
 	// The InstructionDefinitions (YAML) the plugin ships with, served so that an agent
 	// learns a plugin's definitions from the verified binary itself.
-	Definitions   []*DefinitionFile `protobuf:"bytes,7,rep,name=definitions,proto3" json:"definitions,omitempty"`
+	Definitions []*DefinitionFile `protobuf:"bytes,7,rep,name=definitions,proto3" json:"definitions,omitempty"`
+	// The prefix of the ids of the definitions the SDK derives from the declarations
+	// (`<vendor>.<plugin>.<action>`), e.g. `example`; empty when the plugin derives none.
+	Vendor        string `protobuf:"bytes,8,opt,name=vendor,proto3" json:"vendor,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -505,6 +508,13 @@ func (x *Manifest) GetDefinitions() []*DefinitionFile {
 		return x.Definitions
 	}
 	return nil
+}
+
+func (x *Manifest) GetVendor() string {
+	if x != nil {
+		return x.Vendor
+	}
+	return ""
 }
 
 // DefinitionFile is one YAML file of InstructionDefinitions, as embedded in the plugin.
@@ -692,7 +702,11 @@ type Parameter struct {
 	// the action instead of being refused.
 	Clamped bool `protobuf:"varint,12,opt,name=clamped,proto3" json:"clamped,omitempty"`
 	// A short human label.
-	DisplayName   string `protobuf:"bytes,13,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
+	DisplayName string `protobuf:"bytes,13,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
+	// The action's own error text per rule (keyed by the rule's name: required, type,
+	// minLength, maxLength, pattern, enum, minimum, maximum), so that the agent refuses a
+	// value with the very row the plugin would. `{name}` and `{value}` are filled in.
+	Messages      map[string]string `protobuf:"bytes,14,rep,name=messages,proto3" json:"messages,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -816,6 +830,13 @@ func (x *Parameter) GetDisplayName() string {
 		return x.DisplayName
 	}
 	return ""
+}
+
+func (x *Parameter) GetMessages() map[string]string {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
 }
 
 // RowKind declares one kind of row an action writes: the literal first field and the
@@ -1396,7 +1417,7 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x05found\x18\x01 \x01(\bR\x05found\"\x11\n" +
 	"\x0fDescribeRequest\"H\n" +
 	"\x10DescribeResponse\x124\n" +
-	"\bmanifest\x18\x01 \x01(\v2\x18.yuzu.plugin.v1.ManifestR\bmanifest\"\x83\x02\n" +
+	"\bmanifest\x18\x01 \x01(\v2\x18.yuzu.plugin.v1.ManifestR\bmanifest\"\x9b\x02\n" +
 	"\bManifest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12 \n" +
@@ -1404,7 +1425,8 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	"\vsdk_version\x18\x04 \x01(\tR\n" +
 	"sdkVersion\x120\n" +
 	"\aactions\x18\x05 \x03(\v2\x16.yuzu.plugin.v1.ActionR\aactions\x12@\n" +
-	"\vdefinitions\x18\a \x03(\v2\x1e.yuzu.plugin.v1.DefinitionFileR\vdefinitionsJ\x04\b\x06\x10\aR\fcapabilities\">\n" +
+	"\vdefinitions\x18\a \x03(\v2\x1e.yuzu.plugin.v1.DefinitionFileR\vdefinitions\x12\x16\n" +
+	"\x06vendor\x18\b \x01(\tR\x06vendorJ\x04\b\x06\x10\aR\fcapabilities\">\n" +
 	"\x0eDefinitionFile\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\fR\acontent\"\xe5\x02\n" +
@@ -1418,7 +1440,7 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	"parameters\x18\x06 \x03(\v2\x19.yuzu.plugin.v1.ParameterR\n" +
 	"parameters\x12+\n" +
 	"\x04rows\x18\a \x03(\v2\x17.yuzu.plugin.v1.RowKindR\x04rows\x120\n" +
-	"\acolumns\x18\b \x03(\v2\x16.yuzu.plugin.v1.ColumnR\acolumns\"\xfc\x03\n" +
+	"\acolumns\x18\b \x03(\v2\x16.yuzu.plugin.v1.ColumnR\acolumns\"\xfe\x04\n" +
 	"\tParameter\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12-\n" +
 	"\x04type\x18\x02 \x01(\x0e2\x19.yuzu.plugin.v1.ValueTypeR\x04type\x12\x1a\n" +
@@ -1436,7 +1458,11 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	" \x01(\x03H\x03R\aminimum\x88\x01\x01\x12\x1d\n" +
 	"\amaximum\x18\v \x01(\x03H\x04R\amaximum\x88\x01\x01\x12\x18\n" +
 	"\aclamped\x18\f \x01(\bR\aclamped\x12!\n" +
-	"\fdisplay_name\x18\r \x01(\tR\vdisplayNameB\x10\n" +
+	"\fdisplay_name\x18\r \x01(\tR\vdisplayName\x12C\n" +
+	"\bmessages\x18\x0e \x03(\v2'.yuzu.plugin.v1.Parameter.MessagesEntryR\bmessages\x1a;\n" +
+	"\rMessagesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x10\n" +
 	"\x0e_default_valueB\r\n" +
 	"\v_min_lengthB\r\n" +
 	"\v_max_lengthB\n" +
@@ -1528,7 +1554,7 @@ func file_yuzu_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_yuzu_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_yuzu_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_yuzu_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_yuzu_plugin_v1_plugin_proto_goTypes = []any{
 	(ValueType)(0),                // 0: yuzu.plugin.v1.ValueType
 	(SupportLevel)(0),             // 1: yuzu.plugin.v1.SupportLevel
@@ -1551,8 +1577,9 @@ var file_yuzu_plugin_v1_plugin_proto_goTypes = []any{
 	(*ExecuteResponse)(nil),       // 18: yuzu.plugin.v1.ExecuteResponse
 	(*RowBatch)(nil),              // 19: yuzu.plugin.v1.RowBatch
 	(*Result)(nil),                // 20: yuzu.plugin.v1.Result
-	nil,                           // 21: yuzu.plugin.v1.ExecuteRequest.ParametersEntry
-	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
+	nil,                           // 21: yuzu.plugin.v1.Parameter.MessagesEntry
+	nil,                           // 22: yuzu.plugin.v1.ExecuteRequest.ParametersEntry
+	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
 }
 var file_yuzu_plugin_v1_plugin_proto_depIdxs = []int32{
 	8,  // 0: yuzu.plugin.v1.DescribeResponse.manifest:type_name -> yuzu.plugin.v1.Manifest
@@ -1565,28 +1592,29 @@ var file_yuzu_plugin_v1_plugin_proto_depIdxs = []int32{
 	12, // 7: yuzu.plugin.v1.Action.rows:type_name -> yuzu.plugin.v1.RowKind
 	13, // 8: yuzu.plugin.v1.Action.columns:type_name -> yuzu.plugin.v1.Column
 	0,  // 9: yuzu.plugin.v1.Parameter.type:type_name -> yuzu.plugin.v1.ValueType
-	13, // 10: yuzu.plugin.v1.RowKind.columns:type_name -> yuzu.plugin.v1.Column
-	0,  // 11: yuzu.plugin.v1.Column.type:type_name -> yuzu.plugin.v1.ValueType
-	1,  // 12: yuzu.plugin.v1.OsLeg.support:type_name -> yuzu.plugin.v1.SupportLevel
-	21, // 13: yuzu.plugin.v1.ExecuteRequest.parameters:type_name -> yuzu.plugin.v1.ExecuteRequest.ParametersEntry
-	22, // 14: yuzu.plugin.v1.ExecuteRequest.deadline:type_name -> google.protobuf.Timestamp
-	19, // 15: yuzu.plugin.v1.ExecuteResponse.rows:type_name -> yuzu.plugin.v1.RowBatch
-	20, // 16: yuzu.plugin.v1.ExecuteResponse.result:type_name -> yuzu.plugin.v1.Result
-	2,  // 17: yuzu.plugin.v1.Result.status:type_name -> yuzu.plugin.v1.ResultStatus
-	3,  // 18: yuzu.plugin.v1.Result.completeness:type_name -> yuzu.plugin.v1.Completeness
-	6,  // 19: yuzu.plugin.v1.PluginService.Describe:input_type -> yuzu.plugin.v1.DescribeRequest
-	15, // 20: yuzu.plugin.v1.PluginService.Configure:input_type -> yuzu.plugin.v1.ConfigureRequest
-	17, // 21: yuzu.plugin.v1.PluginService.Execute:input_type -> yuzu.plugin.v1.ExecuteRequest
-	4,  // 22: yuzu.plugin.v1.PluginService.Cancel:input_type -> yuzu.plugin.v1.CancelRequest
-	7,  // 23: yuzu.plugin.v1.PluginService.Describe:output_type -> yuzu.plugin.v1.DescribeResponse
-	16, // 24: yuzu.plugin.v1.PluginService.Configure:output_type -> yuzu.plugin.v1.ConfigureResponse
-	18, // 25: yuzu.plugin.v1.PluginService.Execute:output_type -> yuzu.plugin.v1.ExecuteResponse
-	5,  // 26: yuzu.plugin.v1.PluginService.Cancel:output_type -> yuzu.plugin.v1.CancelResponse
-	23, // [23:27] is the sub-list for method output_type
-	19, // [19:23] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	21, // 10: yuzu.plugin.v1.Parameter.messages:type_name -> yuzu.plugin.v1.Parameter.MessagesEntry
+	13, // 11: yuzu.plugin.v1.RowKind.columns:type_name -> yuzu.plugin.v1.Column
+	0,  // 12: yuzu.plugin.v1.Column.type:type_name -> yuzu.plugin.v1.ValueType
+	1,  // 13: yuzu.plugin.v1.OsLeg.support:type_name -> yuzu.plugin.v1.SupportLevel
+	22, // 14: yuzu.plugin.v1.ExecuteRequest.parameters:type_name -> yuzu.plugin.v1.ExecuteRequest.ParametersEntry
+	23, // 15: yuzu.plugin.v1.ExecuteRequest.deadline:type_name -> google.protobuf.Timestamp
+	19, // 16: yuzu.plugin.v1.ExecuteResponse.rows:type_name -> yuzu.plugin.v1.RowBatch
+	20, // 17: yuzu.plugin.v1.ExecuteResponse.result:type_name -> yuzu.plugin.v1.Result
+	2,  // 18: yuzu.plugin.v1.Result.status:type_name -> yuzu.plugin.v1.ResultStatus
+	3,  // 19: yuzu.plugin.v1.Result.completeness:type_name -> yuzu.plugin.v1.Completeness
+	6,  // 20: yuzu.plugin.v1.PluginService.Describe:input_type -> yuzu.plugin.v1.DescribeRequest
+	15, // 21: yuzu.plugin.v1.PluginService.Configure:input_type -> yuzu.plugin.v1.ConfigureRequest
+	17, // 22: yuzu.plugin.v1.PluginService.Execute:input_type -> yuzu.plugin.v1.ExecuteRequest
+	4,  // 23: yuzu.plugin.v1.PluginService.Cancel:input_type -> yuzu.plugin.v1.CancelRequest
+	7,  // 24: yuzu.plugin.v1.PluginService.Describe:output_type -> yuzu.plugin.v1.DescribeResponse
+	16, // 25: yuzu.plugin.v1.PluginService.Configure:output_type -> yuzu.plugin.v1.ConfigureResponse
+	18, // 26: yuzu.plugin.v1.PluginService.Execute:output_type -> yuzu.plugin.v1.ExecuteResponse
+	5,  // 27: yuzu.plugin.v1.PluginService.Cancel:output_type -> yuzu.plugin.v1.CancelResponse
+	24, // [24:28] is the sub-list for method output_type
+	20, // [20:24] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_yuzu_plugin_v1_plugin_proto_init() }
@@ -1605,7 +1633,7 @@ func file_yuzu_plugin_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_yuzu_plugin_v1_plugin_proto_rawDesc), len(file_yuzu_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
