@@ -105,6 +105,37 @@ func Start(t testing.TB, path string, cfg sdk.Config) *Harness {
 	return h
 }
 
+// Attach connects to a plugin started by hand in debug mode (sdk.WithDebug), for
+// example under a debugger, and configures it with cfg. reattach is the
+// `YUZU_PLUGIN_REATTACH=...` line the plugin printed on stderr. The plugin keeps running
+// when the test ends; stop it yourself.
+func Attach(t testing.TB, reattach string, cfg sdk.Config) *Harness {
+	t.Helper()
+	rc, err := wire.DecodeReattach(reattach)
+	if err != nil {
+		t.Fatalf("sdktest: %v", err)
+	}
+	pc := host.ClientConfig(nil)
+	pc.Reattach = rc
+	// go-plugin negotiates nothing on a reattach: the set is the line's version's.
+	pc.Plugins = host.PluginSets()[rc.ProtocolVersion]
+	pc.AutoMTLS = false // the plugin in debug mode serves without TLS
+	pc.Logger = hclog.New(&hclog.LoggerOptions{Name: "sdktest", Level: hclog.Warn, Output: os.Stderr})
+	c := plugin.NewClient(pc)
+	t.Cleanup(c.Kill) // with Test set, Kill closes the connection and leaves the process
+	cp, err := c.Client()
+	if err != nil {
+		t.Fatalf("sdktest: attach: %v", err)
+	}
+	hc, err := host.Dispense(cp)
+	if err != nil {
+		t.Fatalf("sdktest: dispense: %v", err)
+	}
+	h := &Harness{t: t, client: hc, Client: c, protocol: c.NegotiatedVersion()}
+	h.configure(cfg)
+	return h
+}
+
 // Build compiles the main package at pkg (a path as `go build` takes it, relative to
 // the test's working directory) into a temporary directory and returns the binary.
 func Build(t testing.TB, pkg string) string {

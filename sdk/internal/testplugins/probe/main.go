@@ -69,5 +69,6 @@ func main() {
 		}
 		return out.Fail(ctx.Err().Error()), nil
 	})
-	sdk.Serve(p)
+	// -debug serves for a debugger (sdk.WithDebug), as a plugin author would wire it.
+	sdk.Serve(p, sdk.WithDebug(len(os.Args) == 2 && os.Args[1] == "-debug"))
 }
