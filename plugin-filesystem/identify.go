@@ -284,6 +284,8 @@ func findByHash(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Res
 		MaxDepth: depth,
 		Mounts:   table,
 		Bounds:   findByHashBounds(),
+		// How many entries are below the root is not known before the walk.
+		Progress: func(visited int64) { out.Progress(visited, 0, "entries") },
 	})
 	if err != nil {
 		return sdk.Result{}, fmt.Errorf("find_by_hash: %w", err)

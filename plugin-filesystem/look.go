@@ -408,8 +408,10 @@ func searchDir(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Resu
 	}
 
 	w := nameWalk{base: base, root: root, maxDepth: maxDepth, lt: newLinkTyper(base)}
-	found := 0
+	found, seen := 0, int64(0)
 	err = w.run(ctx, func(p string, e fs.DirEntry) bool {
+		seen++
+		out.Progress(seen, 0, "entries") // the walk's size is not known before it ends
 		if !match(e.Name()) {
 			return true
 		}

@@ -3,6 +3,7 @@ package sdk
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
@@ -29,6 +30,11 @@ const (
 // more than one batch.
 type Output struct {
 	send func(batch []string) error
+	// progress sends a Progress event; nil when the agent does not take them.
+	progress func(done, total uint64, unit string) error
+
+	progressMu   sync.Mutex
+	progressLast time.Time
 
 	mu       sync.Mutex
 	cond     sync.Cond // the batch changed, a send ended, or the sender stopped
@@ -46,6 +52,38 @@ func newOutput(send func([]string) error) *Output {
 	o := &Output{send: send}
 	o.cond.L = &o.mu
 	return o
+}
+
+// progressEvery is the least time between two progress reports of one command: a
+// handler may call Progress for every file, the agent needs a few a second at most.
+const progressEvery = 250 * time.Millisecond
+
+// Progress reports how far the command has come: done units of total (0 when the total
+// is unknown), unit naming what is counted ("files", "bytes"). The agent shows it while
+// the command runs (on stderr for `yuzu-agent exec` when that is a terminal); it is
+// never a row and never part of the answer. Call it as often as is convenient: reports
+// closer together than a quarter of a second are dropped, except the one that reaches
+// total.
+func (o *Output) Progress(done, total int64, unit string) {
+	if o.progress == nil || done < 0 || total < 0 {
+		return
+	}
+	o.progressMu.Lock()
+	defer o.progressMu.Unlock()
+	now := time.Now()
+	final := total > 0 && done >= total
+	if !final && !o.progressLast.IsZero() && now.Sub(o.progressLast) < progressEvery {
+		return
+	}
+	o.progressLast = now
+	o.mu.Lock()
+	stopped := o.closed || o.err != nil
+	o.mu.Unlock()
+	if stopped {
+		return
+	}
+	// A failed report is the stream failing: the next row write meets the same error.
+	_ = o.progress(uint64(done), uint64(total), rows.Printable(rows.ValidUTF8(unit)))
 }
 
 // Row writes one row: kind, then fields, escaped by the SDK's rules (package rows).

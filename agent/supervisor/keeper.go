@@ -531,7 +531,7 @@ func (k *keeper) execute(ctx context.Context, req Request, onRows func([]string)
 	})
 	defer stopCancelWatch()
 
-	res, err := c.Execute(ctx, host.Command{ID: req.ID, Action: req.Action, Params: req.Params, Deadline: deadline}, onRows)
+	res, err := c.Execute(ctx, host.Command{ID: req.ID, Action: req.Action, Params: req.Params, Deadline: deadline, OnProgress: req.OnProgress}, onRows)
 	if err == nil {
 		return res, nil
 	}

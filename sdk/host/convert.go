@@ -1,12 +1,44 @@
 package host
 
 import (
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/internal/pluginv1"
 )
 
-// The conversions from the wire's types to the SDK's, for what a plugin says about
-// itself. A plugin built with an older SDK leaves the newer fields empty.
+// The host's conversions between the SDK's types and the wire's, in both directions
+// (the plugin side's are in package sdk, convert.go). A plugin built with an older SDK
+// leaves the newer fields empty.
+
+func commandToProto(cmd Command, invocation string) *pluginv1.ExecuteRequest {
+	req := &pluginv1.ExecuteRequest{CommandId: cmd.ID, Action: cmd.Action, Parameters: cmd.Params,
+		InvocationId: invocation, AcceptsProgress: cmd.OnProgress != nil}
+	if !cmd.Deadline.IsZero() {
+		req.Deadline = timestamppb.New(cmd.Deadline)
+	}
+	return req
+}
+
+func configToProto(cfg sdk.Config) *pluginv1.ConfigureRequest {
+	return &pluginv1.ConfigureRequest{
+		AgentId:      cfg.AgentID,
+		AgentVersion: cfg.AgentVersion,
+		DataDir:      cfg.DataDir,
+		LogLevel:     cfg.LogLevel,
+	}
+}
+
+// resultFromProto reads a command's result. A plugin not built with this SDK may
+// send numbers no one defined; they stop here.
+func resultFromProto(r *pluginv1.Result) sdk.Result {
+	return sdk.Result{
+		Code:         int(r.GetReturnCode()),
+		Status:       sdk.Status(r.GetStatus()).Known(),
+		Completeness: sdk.Completeness(r.GetCompleteness()).Known(),
+		Provenance:   r.GetProvenance(),
+	}
+}
 
 func manifestFromProto(pm *pluginv1.Manifest) Manifest {
 	m := Manifest{

@@ -16,7 +16,6 @@ import (
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/definition"
@@ -116,6 +115,10 @@ type Command struct {
 	Action   string
 	Params   map[string]string
 	Deadline time.Time
+	// OnProgress, when set, receives the action's progress reports (sdk.Output's
+	// Progress) while it runs; total is 0 when unknown. The plugin sends none
+	// otherwise. It is called from Execute's goroutine, between row batches.
+	OnProgress func(done, total uint64, unit string)
 }
 
 // ErrNoResult means the plugin's stream ended without a result: the plugin died or
@@ -157,12 +160,7 @@ func (c *Client) Describe(ctx context.Context) (Manifest, error) {
 
 // Configure hands the plugin its configuration.
 func (c *Client) Configure(ctx context.Context, cfg sdk.Config) error {
-	_, err := c.rpc.Configure(ctx, &pluginv1.ConfigureRequest{
-		AgentId:      cfg.AgentID,
-		AgentVersion: cfg.AgentVersion,
-		DataDir:      cfg.DataDir,
-		LogLevel:     cfg.LogLevel,
-	})
+	_, err := c.rpc.Configure(ctx, configToProto(cfg))
 	return err
 }
 
@@ -182,11 +180,7 @@ func (c *Client) Execute(ctx context.Context, cmd Command, onRows func(rows []st
 	streamCtx, cancelStream := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelStream()
 	inv := strconv.FormatUint(c.seq.Add(1), 10)
-	req := &pluginv1.ExecuteRequest{CommandId: cmd.ID, Action: cmd.Action, Parameters: cmd.Params, InvocationId: inv}
-	if !cmd.Deadline.IsZero() {
-		req.Deadline = timestamppb.New(cmd.Deadline)
-	}
-	stream, err := c.rpc.Execute(streamCtx, req)
+	stream, err := c.rpc.Execute(streamCtx, commandToProto(cmd, inv))
 	if err != nil {
 		return sdk.Result{}, err
 	}
@@ -214,16 +208,13 @@ func (c *Client) Execute(ctx context.Context, cmd Command, onRows func(rows []st
 			if err := onRows(e.Rows.GetRows()); err != nil {
 				return sdk.Result{}, err
 			}
+		case *pluginv1.ExecuteResponse_Progress:
+			if cmd.OnProgress != nil {
+				p := e.Progress
+				cmd.OnProgress(p.GetDone(), p.GetTotal(), p.GetUnit())
+			}
 		case *pluginv1.ExecuteResponse_Result:
-			// A plugin not built with this SDK may send numbers no one defined;
-			// they stop here.
-			r := e.Result
-			return sdk.Result{
-				Code:         int(r.GetReturnCode()),
-				Status:       sdk.Status(r.GetStatus()).Known(),
-				Completeness: sdk.Completeness(r.GetCompleteness()).Known(),
-				Provenance:   r.GetProvenance(),
-			}, ctx.Err()
+			return resultFromProto(e.Result), ctx.Err()
 		default:
 			return sdk.Result{}, fmt.Errorf("plugin sent an unknown event %T", e)
 		}

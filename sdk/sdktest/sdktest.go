@@ -29,6 +29,16 @@ import (
 type Outcome struct {
 	Rows   []string
 	Result sdk.Result
+	// Progress holds the progress reports the action sent (sdk.Output.Progress), in
+	// order. Reports closer together than the SDK's interval are dropped, so expect
+	// the first and the one that reaches the total, not every call.
+	Progress []Progress
+}
+
+// Progress is one progress report.
+type Progress struct {
+	Done, Total uint64
+	Unit        string
 }
 
 // String renders the outcome in the agent's capture format: the rows, then the
@@ -197,6 +207,11 @@ func (h *Harness) RunContext(ctx context.Context, action string, params map[stri
 // Execute runs a command and returns its outcome or the protocol error.
 func (h *Harness) Execute(ctx context.Context, cmd host.Command) (Outcome, error) {
 	var o Outcome
+	if cmd.OnProgress == nil {
+		cmd.OnProgress = func(done, total uint64, unit string) {
+			o.Progress = append(o.Progress, Progress{Done: done, Total: total, Unit: unit})
+		}
+	}
 	res, err := h.client.Execute(ctx, cmd, func(rows []string) error {
 		o.Rows = append(o.Rows, rows...)
 		return nil

@@ -106,3 +106,23 @@ func TestInProcessHarness(t *testing.T) {
 		t.Errorf("manifest %+v", m)
 	}
 }
+
+// Progress reaches the harness: the first report and the one reaching the total are
+// never dropped, whatever the interval between them.
+func TestProgressReports(t *testing.T) {
+	p := sdk.New("progress", "1", "")
+	p.Handle("count", func(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
+		for i := int64(1); i <= 3; i++ {
+			out.Progress(i, 3, "files\n")
+		}
+		out.Row("counted", "3")
+		return sdk.Done(), nil
+	})
+	o := New(t, p, sdk.Config{}).Run("count", nil)
+	if len(o.Progress) < 2 || o.Progress[0] != (Progress{1, 3, `files\x0a`}) || o.Progress[len(o.Progress)-1] != (Progress{3, 3, `files\x0a`}) {
+		t.Errorf("progress %+v, want 1/3 first and 3/3 last, the unit escaped", o.Progress)
+	}
+	if len(o.Rows) != 1 || o.Rows[0] != "counted|3" {
+		t.Errorf("rows %q: progress must never be a row", o.Rows)
+	}
+}

@@ -374,7 +374,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	var code int
 	switch pos[0] {
 	case "exec":
-		code, err = runExec(ctx, cfg, log, pos[1:], stdout)
+		code, err = runExec(ctx, cfg, log, pos[1:], stdout, stderr)
 	case "plugins":
 		code, err = runPlugins(ctx, cfg, log, pos[1:], stdout, stderr)
 	case "describe":

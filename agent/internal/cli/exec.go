@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
@@ -185,7 +187,7 @@ func pluginDefinitions(ctx context.Context, sup *supervisor.Supervisor, n string
 
 // runExec runs one command through the dispatcher and the supervisor, exactly as a
 // command from the fleet server would go, and prints it in the capture format.
-func runExec(ctx context.Context, cfg config, log hclog.Logger, args []string, stdout io.Writer) (int, error) {
+func runExec(ctx context.Context, cfg config, log hclog.Logger, args []string, stdout, stderr io.Writer) (int, error) {
 	out := capture.New(stdout)
 	t, err := parseTarget(args)
 	if err != nil {
@@ -202,12 +204,25 @@ func runExec(ctx context.Context, cfg config, log hclog.Logger, args []string, s
 		}
 	}
 	d := dispatch.New(sup, dispatch.Options{})
-	res, err := d.Do(ctx, supervisor.Request{
+	req := supervisor.Request{
 		Plugin:  t.plugin,
 		Action:  t.action,
 		Params:  t.params,
 		Timeout: cfg.timeout,
-	}, out.Rows)
+	}
+	onRows := out.Rows
+	if isTerminal(stderr) {
+		// Rows and progress may share one terminal: a row never lands after the
+		// progress text.
+		p := &progressLine{w: stderr}
+		req.OnProgress = p.show
+		onRows = func(batch []string) error {
+			p.clear()
+			return out.Rows(batch)
+		}
+		defer p.clear()
+	}
+	res, err := d.Do(ctx, req, onRows)
 	if err != nil {
 		return out.AgentError(agentMessage(err)), nil
 	}
@@ -268,4 +283,48 @@ func agentID(cfg config) (string, error) {
 		return "", fmt.Errorf("agent id file %s holds bytes that are not printable UTF-8", path)
 	}
 	return id, nil
+}
+
+// isTerminal reports whether w is a character device, such as the terminal a person
+// watches; progress is for people, so a pipe or a file never gets it.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// progressLine keeps one line of stderr up to date with a command's progress, e.g.
+// `progress: 1200/5000 files`, rewriting it in place, and erases it at the end so that
+// only the answer remains.
+type progressLine struct {
+	mu    sync.Mutex
+	w     io.Writer
+	shown bool
+}
+
+func (p *progressLine) show(done, total uint64, unit string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	text := fmt.Sprintf("progress: %d", done)
+	if total > 0 {
+		text += fmt.Sprintf("/%d", total)
+	}
+	if unit != "" {
+		text += " " + rows.Printable(unit)
+	}
+	// \r back to the start, the text, then erase what a longer earlier line left.
+	fmt.Fprintf(p.w, "\r%s\x1b[K", text)
+	p.shown = true
+}
+
+func (p *progressLine) clear() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		fmt.Fprint(p.w, "\r\x1b[K")
+		p.shown = false
+	}
 }

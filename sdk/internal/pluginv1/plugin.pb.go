@@ -1136,9 +1136,12 @@ type ExecuteRequest struct {
 	Deadline *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=deadline,proto3" json:"deadline,omitempty"`
 	// Unique per Execute call on one connection, chosen by the agent; Cancel names it.
 	// Empty means the command can only be cancelled by cancelling its stream.
-	InvocationId  string `protobuf:"bytes,5,opt,name=invocation_id,json=invocationId,proto3" json:"invocation_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	InvocationId string `protobuf:"bytes,5,opt,name=invocation_id,json=invocationId,proto3" json:"invocation_id,omitempty"`
+	// The agent understands Progress events. A plugin sends none unless it is set: an
+	// agent that predates them would take an unknown event for a broken plugin.
+	AcceptsProgress bool `protobuf:"varint,6,opt,name=accepts_progress,json=acceptsProgress,proto3" json:"accepts_progress,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ExecuteRequest) Reset() {
@@ -1206,6 +1209,13 @@ func (x *ExecuteRequest) GetInvocationId() string {
 	return ""
 }
 
+func (x *ExecuteRequest) GetAcceptsProgress() bool {
+	if x != nil {
+		return x.AcceptsProgress
+	}
+	return false
+}
+
 // ExecuteResponse is one event of a command's stream.
 type ExecuteResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1213,6 +1223,7 @@ type ExecuteResponse struct {
 	//
 	//	*ExecuteResponse_Rows
 	//	*ExecuteResponse_Result
+	//	*ExecuteResponse_Progress
 	Event         isExecuteResponse_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1273,6 +1284,15 @@ func (x *ExecuteResponse) GetResult() *Result {
 	return nil
 }
 
+func (x *ExecuteResponse) GetProgress() *Progress {
+	if x != nil {
+		if x, ok := x.Event.(*ExecuteResponse_Progress); ok {
+			return x.Progress
+		}
+	}
+	return nil
+}
+
 type isExecuteResponse_Event interface {
 	isExecuteResponse_Event()
 }
@@ -1285,9 +1305,79 @@ type ExecuteResponse_Result struct {
 	Result *Result `protobuf:"bytes,2,opt,name=result,proto3,oneof"`
 }
 
+type ExecuteResponse_Progress struct {
+	Progress *Progress `protobuf:"bytes,3,opt,name=progress,proto3,oneof"`
+}
+
 func (*ExecuteResponse_Rows) isExecuteResponse_Event() {}
 
 func (*ExecuteResponse_Result) isExecuteResponse_Event() {}
+
+func (*ExecuteResponse_Progress) isExecuteResponse_Event() {}
+
+// Progress says how far a long action has come. It is advice for whoever watches:
+// never a row, never part of the answer.
+type Progress struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Units done so far, and the total when known (0: unknown).
+	Done  uint64 `protobuf:"varint,1,opt,name=done,proto3" json:"done,omitempty"`
+	Total uint64 `protobuf:"varint,2,opt,name=total,proto3" json:"total,omitempty"`
+	// What is counted, e.g. "files" or "bytes".
+	Unit          string `protobuf:"bytes,3,opt,name=unit,proto3" json:"unit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Progress) Reset() {
+	*x = Progress{}
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Progress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Progress) ProtoMessage() {}
+
+func (x *Progress) ProtoReflect() protoreflect.Message {
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Progress.ProtoReflect.Descriptor instead.
+func (*Progress) Descriptor() ([]byte, []int) {
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *Progress) GetDone() uint64 {
+	if x != nil {
+		return x.Done
+	}
+	return 0
+}
+
+func (x *Progress) GetTotal() uint64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *Progress) GetUnit() string {
+	if x != nil {
+		return x.Unit
+	}
+	return ""
+}
 
 // RowBatch carries rows in the order the action wrote them. Batches are bounded in
 // rows and bytes by the SDK.
@@ -1300,7 +1390,7 @@ type RowBatch struct {
 
 func (x *RowBatch) Reset() {
 	*x = RowBatch{}
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1312,7 +1402,7 @@ func (x *RowBatch) String() string {
 func (*RowBatch) ProtoMessage() {}
 
 func (x *RowBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1325,7 +1415,7 @@ func (x *RowBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RowBatch.ProtoReflect.Descriptor instead.
 func (*RowBatch) Descriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RowBatch) GetRows() []string {
@@ -1350,7 +1440,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1362,7 +1452,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1375,7 +1465,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Result) GetReturnCode() int32 {
@@ -1486,7 +1576,7 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	"\ragent_version\x18\x02 \x01(\tR\fagentVersion\x12\x19\n" +
 	"\bdata_dir\x18\x03 \x01(\tR\adataDir\x12\x1b\n" +
 	"\tlog_level\x18\x04 \x01(\tR\blogLevel\"\x13\n" +
-	"\x11ConfigureResponse\"\xb3\x02\n" +
+	"\x11ConfigureResponse\"\xde\x02\n" +
 	"\x0eExecuteRequest\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x16\n" +
@@ -1495,14 +1585,20 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	"parameters\x18\x03 \x03(\v2..yuzu.plugin.v1.ExecuteRequest.ParametersEntryR\n" +
 	"parameters\x126\n" +
 	"\bdeadline\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12#\n" +
-	"\rinvocation_id\x18\x05 \x01(\tR\finvocationId\x1a=\n" +
+	"\rinvocation_id\x18\x05 \x01(\tR\finvocationId\x12)\n" +
+	"\x10accepts_progress\x18\x06 \x01(\bR\x0facceptsProgress\x1a=\n" +
 	"\x0fParametersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"|\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb4\x01\n" +
 	"\x0fExecuteResponse\x12.\n" +
 	"\x04rows\x18\x01 \x01(\v2\x18.yuzu.plugin.v1.RowBatchH\x00R\x04rows\x120\n" +
-	"\x06result\x18\x02 \x01(\v2\x16.yuzu.plugin.v1.ResultH\x00R\x06resultB\a\n" +
-	"\x05event\"\x1e\n" +
+	"\x06result\x18\x02 \x01(\v2\x16.yuzu.plugin.v1.ResultH\x00R\x06result\x126\n" +
+	"\bprogress\x18\x03 \x01(\v2\x18.yuzu.plugin.v1.ProgressH\x00R\bprogressB\a\n" +
+	"\x05event\"H\n" +
+	"\bProgress\x12\x12\n" +
+	"\x04done\x18\x01 \x01(\x04R\x04done\x12\x14\n" +
+	"\x05total\x18\x02 \x01(\x04R\x05total\x12\x12\n" +
+	"\x04unit\x18\x03 \x01(\tR\x04unit\"\x1e\n" +
 	"\bRowBatch\x12\x12\n" +
 	"\x04rows\x18\x01 \x03(\tR\x04rows\"\xc1\x01\n" +
 	"\x06Result\x12\x1f\n" +
@@ -1554,7 +1650,7 @@ func file_yuzu_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_yuzu_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_yuzu_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_yuzu_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_yuzu_plugin_v1_plugin_proto_goTypes = []any{
 	(ValueType)(0),                // 0: yuzu.plugin.v1.ValueType
 	(SupportLevel)(0),             // 1: yuzu.plugin.v1.SupportLevel
@@ -1575,11 +1671,12 @@ var file_yuzu_plugin_v1_plugin_proto_goTypes = []any{
 	(*ConfigureResponse)(nil),     // 16: yuzu.plugin.v1.ConfigureResponse
 	(*ExecuteRequest)(nil),        // 17: yuzu.plugin.v1.ExecuteRequest
 	(*ExecuteResponse)(nil),       // 18: yuzu.plugin.v1.ExecuteResponse
-	(*RowBatch)(nil),              // 19: yuzu.plugin.v1.RowBatch
-	(*Result)(nil),                // 20: yuzu.plugin.v1.Result
-	nil,                           // 21: yuzu.plugin.v1.Parameter.MessagesEntry
-	nil,                           // 22: yuzu.plugin.v1.ExecuteRequest.ParametersEntry
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
+	(*Progress)(nil),              // 19: yuzu.plugin.v1.Progress
+	(*RowBatch)(nil),              // 20: yuzu.plugin.v1.RowBatch
+	(*Result)(nil),                // 21: yuzu.plugin.v1.Result
+	nil,                           // 22: yuzu.plugin.v1.Parameter.MessagesEntry
+	nil,                           // 23: yuzu.plugin.v1.ExecuteRequest.ParametersEntry
+	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
 }
 var file_yuzu_plugin_v1_plugin_proto_depIdxs = []int32{
 	8,  // 0: yuzu.plugin.v1.DescribeResponse.manifest:type_name -> yuzu.plugin.v1.Manifest
@@ -1592,29 +1689,30 @@ var file_yuzu_plugin_v1_plugin_proto_depIdxs = []int32{
 	12, // 7: yuzu.plugin.v1.Action.rows:type_name -> yuzu.plugin.v1.RowKind
 	13, // 8: yuzu.plugin.v1.Action.columns:type_name -> yuzu.plugin.v1.Column
 	0,  // 9: yuzu.plugin.v1.Parameter.type:type_name -> yuzu.plugin.v1.ValueType
-	21, // 10: yuzu.plugin.v1.Parameter.messages:type_name -> yuzu.plugin.v1.Parameter.MessagesEntry
+	22, // 10: yuzu.plugin.v1.Parameter.messages:type_name -> yuzu.plugin.v1.Parameter.MessagesEntry
 	13, // 11: yuzu.plugin.v1.RowKind.columns:type_name -> yuzu.plugin.v1.Column
 	0,  // 12: yuzu.plugin.v1.Column.type:type_name -> yuzu.plugin.v1.ValueType
 	1,  // 13: yuzu.plugin.v1.OsLeg.support:type_name -> yuzu.plugin.v1.SupportLevel
-	22, // 14: yuzu.plugin.v1.ExecuteRequest.parameters:type_name -> yuzu.plugin.v1.ExecuteRequest.ParametersEntry
-	23, // 15: yuzu.plugin.v1.ExecuteRequest.deadline:type_name -> google.protobuf.Timestamp
-	19, // 16: yuzu.plugin.v1.ExecuteResponse.rows:type_name -> yuzu.plugin.v1.RowBatch
-	20, // 17: yuzu.plugin.v1.ExecuteResponse.result:type_name -> yuzu.plugin.v1.Result
-	2,  // 18: yuzu.plugin.v1.Result.status:type_name -> yuzu.plugin.v1.ResultStatus
-	3,  // 19: yuzu.plugin.v1.Result.completeness:type_name -> yuzu.plugin.v1.Completeness
-	6,  // 20: yuzu.plugin.v1.PluginService.Describe:input_type -> yuzu.plugin.v1.DescribeRequest
-	15, // 21: yuzu.plugin.v1.PluginService.Configure:input_type -> yuzu.plugin.v1.ConfigureRequest
-	17, // 22: yuzu.plugin.v1.PluginService.Execute:input_type -> yuzu.plugin.v1.ExecuteRequest
-	4,  // 23: yuzu.plugin.v1.PluginService.Cancel:input_type -> yuzu.plugin.v1.CancelRequest
-	7,  // 24: yuzu.plugin.v1.PluginService.Describe:output_type -> yuzu.plugin.v1.DescribeResponse
-	16, // 25: yuzu.plugin.v1.PluginService.Configure:output_type -> yuzu.plugin.v1.ConfigureResponse
-	18, // 26: yuzu.plugin.v1.PluginService.Execute:output_type -> yuzu.plugin.v1.ExecuteResponse
-	5,  // 27: yuzu.plugin.v1.PluginService.Cancel:output_type -> yuzu.plugin.v1.CancelResponse
-	24, // [24:28] is the sub-list for method output_type
-	20, // [20:24] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	23, // 14: yuzu.plugin.v1.ExecuteRequest.parameters:type_name -> yuzu.plugin.v1.ExecuteRequest.ParametersEntry
+	24, // 15: yuzu.plugin.v1.ExecuteRequest.deadline:type_name -> google.protobuf.Timestamp
+	20, // 16: yuzu.plugin.v1.ExecuteResponse.rows:type_name -> yuzu.plugin.v1.RowBatch
+	21, // 17: yuzu.plugin.v1.ExecuteResponse.result:type_name -> yuzu.plugin.v1.Result
+	19, // 18: yuzu.plugin.v1.ExecuteResponse.progress:type_name -> yuzu.plugin.v1.Progress
+	2,  // 19: yuzu.plugin.v1.Result.status:type_name -> yuzu.plugin.v1.ResultStatus
+	3,  // 20: yuzu.plugin.v1.Result.completeness:type_name -> yuzu.plugin.v1.Completeness
+	6,  // 21: yuzu.plugin.v1.PluginService.Describe:input_type -> yuzu.plugin.v1.DescribeRequest
+	15, // 22: yuzu.plugin.v1.PluginService.Configure:input_type -> yuzu.plugin.v1.ConfigureRequest
+	17, // 23: yuzu.plugin.v1.PluginService.Execute:input_type -> yuzu.plugin.v1.ExecuteRequest
+	4,  // 24: yuzu.plugin.v1.PluginService.Cancel:input_type -> yuzu.plugin.v1.CancelRequest
+	7,  // 25: yuzu.plugin.v1.PluginService.Describe:output_type -> yuzu.plugin.v1.DescribeResponse
+	16, // 26: yuzu.plugin.v1.PluginService.Configure:output_type -> yuzu.plugin.v1.ConfigureResponse
+	18, // 27: yuzu.plugin.v1.PluginService.Execute:output_type -> yuzu.plugin.v1.ExecuteResponse
+	5,  // 28: yuzu.plugin.v1.PluginService.Cancel:output_type -> yuzu.plugin.v1.CancelResponse
+	25, // [25:29] is the sub-list for method output_type
+	21, // [21:25] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_yuzu_plugin_v1_plugin_proto_init() }
@@ -1626,6 +1724,7 @@ func file_yuzu_plugin_v1_plugin_proto_init() {
 	file_yuzu_plugin_v1_plugin_proto_msgTypes[14].OneofWrappers = []any{
 		(*ExecuteResponse_Rows)(nil),
 		(*ExecuteResponse_Result)(nil),
+		(*ExecuteResponse_Progress)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1633,7 +1732,7 @@ func file_yuzu_plugin_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_yuzu_plugin_v1_plugin_proto_rawDesc), len(file_yuzu_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
