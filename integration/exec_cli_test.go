@@ -342,7 +342,7 @@ func TestPluginsAdd(t *testing.T) {
 	w.expect(agentError("plugin not found: hello"), 1, "hello", "greet", "name=x")
 	r := runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins", "add", elsewhere)
 	dest := filepath.Join(w.pluginDir, helloBin)
-	wantOut := "added " + dest + ": hello 1.0.0, 1 actions, 1 definitions, sha256 " + built.sums[helloBin] + "\n"
+	wantOut := "added " + dest + ": hello 1.0.0, 2 actions, 2 definitions, sha256 " + built.sums[helloBin] + "\n"
 	if r.code != 0 || r.stdout != wantOut {
 		t.Fatalf("plugins add: want %q:\n%s", wantOut, r)
 	}
