@@ -174,11 +174,16 @@ func overlay(data []byte, base func(id string) (*yaml.Node, error)) ([]byte, err
 	if !changed {
 		return data, nil
 	}
+	return encodeStream(docs)
+}
+
+// encodeStream writes nodes as one YAML stream of documents.
+func encodeStream(nodes []*yaml.Node) ([]byte, error) {
 	var out bytes.Buffer
 	enc := yaml.NewEncoder(&out)
 	enc.SetIndent(2)
-	for _, d := range docs {
-		if err := enc.Encode(d); err != nil {
+	for _, n := range nodes {
+		if err := enc.Encode(n); err != nil {
 			return nil, err
 		}
 	}
@@ -235,22 +240,15 @@ func merge(base, over *yaml.Node) {
 // for a plugin's own). Messages declared in Go have no place in the format and are
 // left out.
 func Marshal(defs []Definition) ([]byte, error) {
-	var out bytes.Buffer
-	enc := yaml.NewEncoder(&out)
-	enc.SetIndent(2)
+	nodes := make([]*yaml.Node, 0, len(defs))
 	for _, d := range defs {
 		n, err := toNode(d)
 		if err != nil {
 			return nil, err
 		}
-		if err := enc.Encode(n); err != nil {
-			return nil, err
-		}
+		nodes = append(nodes, n)
 	}
-	if err := enc.Close(); err != nil {
-		return nil, err
-	}
-	return out.Bytes(), nil
+	return encodeStream(nodes)
 }
 
 // toNode turns a definition back into the document Parse would read it from.
