@@ -294,13 +294,13 @@ func TestPluginsList(t *testing.T) {
 		t.Fatalf("plugins: want exit 0:\n%s", r)
 	}
 	lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
-	if len(lines) != 4 || strings.Join(strings.Fields(lines[0]), " ") != "NAME VERSION STATE RESTARTS LAST ERROR ACTIONS" {
+	if len(lines) != 4 || strings.Join(strings.Fields(lines[0]), " ") != "NAME VERSION PROTOCOL STATE RESTARTS LAST ERROR ACTIONS" {
 		t.Fatalf("plugins: want a header and three rows:\n%s", r.stdout)
 	}
 	want := [][]string{
-		{"crasher", "0.0.1", "running", "0", "-", "ok,crash,kill,panic,log"},
-		{"sleeper", "0.0.1", "running", "0", "-", "ok,sleep,sleep_ctx,rows,env,active,pid"},
-		{"tags", "0.1.0", "running", "0", "-", "set,get,get_all,delete,check,clear,count"},
+		{"crasher", "0.0.1", "1", "running", "0", "-", "ok,crash,kill,panic,log"},
+		{"sleeper", "0.0.1", "1", "running", "0", "-", "ok,sleep,sleep_ctx,rows,env,active,pid"},
+		{"tags", "0.1.0", "1", "running", "0", "-", "set,get,get_all,delete,check,clear,count"},
 	}
 	for i, fields := range want {
 		if got := strings.Fields(lines[i+1]); strings.Join(got, " ") != strings.Join(fields, " ") {
@@ -310,6 +310,7 @@ func TestPluginsList(t *testing.T) {
 	d := runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "describe", "tags")
 	for _, want := range []string{
 		"name: tags\nversion: 0.1.0\n",
+		"\nprotocol: 1\n",
 		"\n  set: Sets a tag",
 		"\n    support: linux=supported(local_json_store) darwin=supported(local_json_store) windows=supported(local_json_store)\n",
 		"\n      key string required maxLength=64 pattern=^[a-zA-Z0-9_.:\\-]+$ — Tag key, at most 64 bytes\n",
@@ -341,7 +342,7 @@ func TestPluginsAdd(t *testing.T) {
 	w.expect(agentError("plugin not found: hello"), 1, "hello", "greet", "name=x")
 	r := runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins", "add", elsewhere)
 	dest := filepath.Join(w.pluginDir, helloBin)
-	wantOut := "added " + dest + ": hello 1.0.0, 1 actions, 1 definitions, sha256 " + built.sums[helloBin] + "\n"
+	wantOut := "added " + dest + ": hello 1.0.0, 2 actions, 2 definitions, sha256 " + built.sums[helloBin] + "\n"
 	if r.code != 0 || r.stdout != wantOut {
 		t.Fatalf("plugins add: want %q:\n%s", wantOut, r)
 	}

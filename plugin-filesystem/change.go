@@ -312,7 +312,7 @@ func search(ctx context.Context, req *sdk.Request, out *sdk.Output, base *pathch
 	case err != nil && ctx.Err() != nil:
 		return out.Fail("search cancelled before the end of the file"), nil
 	case err != nil && out.Err() != nil:
-		return sdk.Failed(), out.Err()
+		return sdk.Result{}, out.Err()
 	case err != nil:
 		req.Log.Debug("read failed", "path", canon, "err", err)
 		return out.Fail("failed to read file"), nil
@@ -322,7 +322,7 @@ func search(ctx context.Context, req *sdk.Request, out *sdk.Output, base *pathch
 		return out.Fail(msgNotAccessible), nil
 	}
 	out.Row("total_matches", strconv.Itoa(n))
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 // ---- replace ----
@@ -408,7 +408,7 @@ func replace(ctx context.Context, req *sdk.Request, out *sdk.Output, base *pathc
 	if dryRun {
 		out.Row("dry_run", "true")
 	}
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 func commitFailed(req *sdk.Request, out *sdk.Output, canon string, err error) sdk.Result {
@@ -469,7 +469,7 @@ func writeContent(ctx context.Context, req *sdk.Request, out *sdk.Output, base *
 	out.Row("status", "ok")
 	out.Row("bytes_written", strconv.Itoa(written))
 	out.Row("path", shown)
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 // overwriteFile replaces the content of the existing file canon atomically. When the
@@ -673,7 +673,7 @@ func appendAction(ctx context.Context, req *sdk.Request, out *sdk.Output, base *
 	out.Row("status", "ok")
 	out.Row("bytes_appended", strconv.Itoa(len(data)))
 	out.Row("total_size", strconv.FormatInt(fi.Size(), 10))
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 // ---- delete_lines ----
@@ -738,7 +738,7 @@ func deleteLines(ctx context.Context, req *sdk.Request, out *sdk.Output, base *p
 	out.Row("lines_deleted", strconv.Itoa(deleted))
 	out.Row("total_lines_before", strconv.Itoa(before))
 	out.Row("total_lines_after", strconv.Itoa(before-deleted))
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 // deleteLineRange removes lines start..end (1-based, inclusive; end past the last line

@@ -92,7 +92,7 @@ func flagParam(name, description, def string) sdk.ActionOption {
 
 // Where each action works, for the manifest. The mechanisms name what does the work.
 var (
-	everywhere = sdk.Supported(sdk.OSSupport{Level: sdk.SupportSupported, Mechanism: "in_process"})
+	everywhere = sdk.OnAll(sdk.OSSupport{Level: sdk.SupportSupported, Mechanism: "in_process"})
 	notOnLinux = sdk.OnLinux(sdk.OSSupport{Level: sdk.SupportUnsupported,
 		Fallback: "answers that it is not supported on this platform"})
 )

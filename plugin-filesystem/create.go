@@ -157,7 +157,7 @@ func makeTemp(ctx context.Context, req *sdk.Request, out *sdk.Output, dir bool) 
 		}
 		out.Row("cleanup", "deleted")
 	}
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 // systemTempDir is the directory upstream's host uses when none is given: on POSIX

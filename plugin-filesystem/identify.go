@@ -104,7 +104,7 @@ func fileHash(ctx context.Context, req *sdk.Request, out *sdk.Output, base *path
 	out.Row("hash", hex.EncodeToString(h.Sum(nil)))
 	out.Row("algorithm", algo)
 	out.Row("size", strconv.FormatInt(n, 10))
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 // copyCtx copies r into w in hashChunk pieces until EOF, stopping when ctx ends.
@@ -166,7 +166,7 @@ func getACL(ctx context.Context, req *sdk.Request, out *sdk.Output, base *pathch
 		return out.Fail(err.Error()), nil
 	}
 	writeRows(out, rows)
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 func getSignatureDecl() []sdk.ActionOption {
@@ -281,6 +281,8 @@ func findByHash(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Res
 		MaxDepth: depth,
 		Mounts:   table,
 		Bounds:   findByHashBounds(),
+		// How many entries are below the root is not known before the walk.
+		Progress: func(visited int64) { out.Progress(visited, 0, "entries") },
 	})
 	if err != nil {
 		return sdk.Result{}, fmt.Errorf("find_by_hash: %w", err)
@@ -310,7 +312,7 @@ func onNetwork(table *mounts.Table, dir string) bool {
 func hashResult(out *sdk.Output, r hashwalk.Result) sdk.Result {
 	writeRows(out, hashwalk.Rows(r))
 	if st := hashwalk.StatusOf(r); st.Constrained {
-		return sdk.Constrained(st.Provenance)
+		return sdk.Partial(st.Provenance)
 	}
-	return sdk.Undeclared()
+	return sdk.Done()
 }

@@ -41,7 +41,7 @@ func signature(ctx context.Context, req *sdk.Request, out *sdk.Output, canon str
 		status = codesignStatus(res, err)
 	}
 	out.Row("signature_status", status)
-	return sdk.Undeclared()
+	return sdk.Done()
 }
 
 // versionInfo reads CFBundleShortVersionString and CFBundleVersion of an .app
@@ -50,7 +50,7 @@ func signature(ctx context.Context, req *sdk.Request, out *sdk.Output, canon str
 func versionInfo(ctx context.Context, req *sdk.Request, out *sdk.Output, canon string, base *pathcheck.Base) sdk.Result {
 	notAvailable := func() sdk.Result {
 		out.Row("version_status", "not_available")
-		return sdk.Undeclared()
+		return sdk.Done()
 	}
 	fi, err := os.Stat(canon)
 	if err != nil {
@@ -94,5 +94,5 @@ func versionInfo(ctx context.Context, req *sdk.Request, out *sdk.Output, canon s
 	if okBuild {
 		out.Row("file_version", build)
 	}
-	return sdk.Undeclared()
+	return sdk.Done()
 }

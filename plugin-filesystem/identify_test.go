@@ -26,6 +26,7 @@ import (
 
 	"github.com/yuzugo/yuzu/plugin-filesystem/internal/hashwalk"
 	"github.com/yuzugo/yuzu/plugin-filesystem/internal/mounts"
+	"github.com/yuzugo/yuzu/sdk/sdktest"
 )
 
 // ---- file_hash ----
@@ -339,6 +340,9 @@ func TestFindByHash(t *testing.T) {
 		lookBounds(t, func(b *hashwalk.Bounds) { b.MaxMatches = 2; b.Deadline = time.Minute })
 		o := h.Run("find_by_hash", kv("directory", root, "sha256", target))
 		got := o.String()
+		if len(o.Progress) == 0 || o.Progress[0] != (sdktest.Progress{Done: 1, Unit: "entries"}) {
+			t.Errorf("progress %+v, want a first report of 1 entry", o.Progress)
+		}
 		if strings.Count(got, "match|") != 2 || !strings.Contains(got, "truncated|max_results|") ||
 			!strings.HasSuffix(got, "matches_found|2\n"+lookConstrained("max_results")) {
 			t.Fatalf("got:\n%s", got)

@@ -61,7 +61,7 @@ func signature(ctx context.Context, req *sdk.Request, out *sdk.Output, canon str
 		code = uint32(errno)
 	}
 	out.Row("signature_status", winTrustStatus(code))
-	return sdk.Undeclared()
+	return sdk.Done()
 }
 
 // versionInfo reads the file's version resource with GetFileVersionInfoW and
@@ -100,5 +100,5 @@ func versionInfo(ctx context.Context, req *sdk.Request, out *sdk.Output, canon s
 	for _, r := range versionRows(res) {
 		out.Row(r[0], r[1])
 	}
-	return sdk.Undeclared()
+	return sdk.Done()
 }

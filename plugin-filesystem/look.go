@@ -63,7 +63,7 @@ func exists(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result,
 	}
 	if _, err := os.Stat(target); err != nil {
 		out.Row("exists", "false")
-		return sdk.Undeclared(), nil
+		return sdk.Done(), nil
 	}
 	out.Row("exists", "true")
 	canon, err := pathcheck.Validate(raw, nil)
@@ -72,7 +72,7 @@ func exists(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result,
 	}
 	fi, err := os.Stat(canon)
 	existsType(out, fi, err)
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 // existsIn is exists with a base directory. Existence is decided by the validation
@@ -89,7 +89,7 @@ func existsIn(out *sdk.Output, base *pathcheck.Base, raw string) sdk.Result {
 			return out.Fail(outside)
 		}
 		out.Row("exists", "false")
-		return sdk.Undeclared()
+		return sdk.Done()
 	}
 	if err != nil {
 		return out.Fail(outside)
@@ -102,7 +102,7 @@ func existsIn(out *sdk.Output, base *pathcheck.Base, raw string) sdk.Result {
 		return out.Fail("path resolves outside allowed base directory")
 	}
 	existsType(out, fi, err)
-	return sdk.Undeclared()
+	return sdk.Done()
 }
 
 // existsType writes exists' type and size rows for a stat of the path.
@@ -189,7 +189,7 @@ func listDir(ctx context.Context, req *sdk.Request, out *sdk.Output, base *pathc
 	if n >= listDirCap {
 		out.Row("warning", "output truncated at 1000 entries")
 	}
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 // linkTyper types directory entries the way upstream does, following symbolic
@@ -339,7 +339,7 @@ func read(ctx context.Context, req *sdk.Request, out *sdk.Output, base *pathchec
 	}
 	out.Row("total_lines", strconv.Itoa(total))
 	out.Row("file_size", strconv.FormatInt(size, 10))
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 // openRegular opens canon, which a stat has just shown to be the regular file fi of
@@ -363,7 +363,7 @@ func openRegular(out *sdk.Output, base *pathcheck.Base, canon string, fi fs.File
 		f.Close()
 		return nil, nil, out.Fail(tooLarge(now.Size()))
 	}
-	return f, now, sdk.Undeclared()
+	return f, now, sdk.Done()
 }
 
 // ---- search_dir ----
@@ -428,8 +428,10 @@ func searchDir(ctx context.Context, req *sdk.Request, out *sdk.Output, base *pat
 	}
 
 	w := nameWalk{base: base, root: root, maxDepth: maxDepth, lt: newLinkTyper(base)}
-	found := 0
+	found, seen := 0, int64(0)
 	err = w.run(ctx, func(p string, e fs.DirEntry) bool {
+		seen++
+		out.Progress(seen, 0, "entries") // the walk's size is not known before it ends
 		if !match(e.Name()) {
 			return true
 		}
@@ -449,7 +451,7 @@ func searchDir(ctx context.Context, req *sdk.Request, out *sdk.Output, base *pat
 		return out.Fail("search_dir stopped: " + err.Error()), nil
 	}
 	out.Row("total_matches", strconv.Itoa(found))
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 // nameWalk is search_dir's walk: depth first, each directory's entries in the order

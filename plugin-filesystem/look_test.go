@@ -432,6 +432,10 @@ func TestSearchDir(t *testing.T) {
 
 	t.Run("walk order: each directory's entries right after it", func(t *testing.T) {
 		o := h.Run("search_dir", kv("root", d, "pattern", "*", "match_type", "both", "max_depth", "20"))
+		// The walk reports progress; the first report is never dropped.
+		if len(o.Progress) == 0 || o.Progress[0] != (sdktest.Progress{Done: 1, Unit: "entries"}) {
+			t.Errorf("progress %+v, want a first report of 1 entry", o.Progress)
+		}
 		var paths []string
 		for _, r := range o.Rows[:len(o.Rows)-1] {
 			paths = append(paths, strings.Split(strings.TrimPrefix(r, "result|"), "|")[0])

@@ -94,12 +94,12 @@ func osSupport() sdk.ActionOption {
 // rows), as upstream's do.
 func (fp *firewallPlugin) state(ctx context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	write(out, fp.r.State(ctx))
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 func (fp *firewallPlugin) rules(ctx context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	write(out, fp.r.Rules(ctx))
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 // write hands the rows to the SDK, which escapes them. Firewall names were already

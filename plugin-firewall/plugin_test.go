@@ -95,7 +95,7 @@ func TestRowsThroughTheSDK(t *testing.T) {
 		if !slices.Equal(o.Rows, tt.want) {
 			t.Errorf("%s rows:\n got  %q\n want %q", tt.action, o.Rows, tt.want)
 		}
-		if o.Result != sdk.Undeclared() {
+		if o.Result != sdk.Done() {
 			t.Errorf("%s result %+v, want rc 0 and UNDECLARED / UNKNOWN", tt.action, o.Result)
 		}
 	}

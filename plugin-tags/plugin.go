@@ -55,7 +55,7 @@ func newPlugin() *sdk.Plugin {
 	tp := &tagsPlugin{store: store.Open(context.Background(), "", nil)}
 	p := sdk.New(pluginName, pluginVersion, pluginDescription)
 	p.OnConfigure(tp.configure)
-	support := sdk.Supported(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "local_json_store"})
+	support := sdk.OnAll(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "local_json_store"})
 	p.Handle("set", tp.set, sdk.Describe("Sets a tag: key (at most 64 bytes, [a-zA-Z0-9_.:-]) to value (at most 448 bytes)"),
 		keyParam(sdk.Pattern(keyPattern), sdk.Message(sdk.RulePattern, "invalid key: {value}")),
 		sdk.Param("value", sdk.TypeString, "Tag value, at most 448 bytes; absent means empty", sdk.MaxLength(448),
@@ -133,11 +133,11 @@ func finish(req *sdk.Request, out *sdk.Output, st store.State, err error) sdk.Re
 	}
 	switch {
 	case st.LoadFailed:
-		return sdk.Constrained(provLoadFailed)
+		return sdk.Partial(provLoadFailed)
 	case st.PersistErr != nil:
-		return sdk.Constrained(provPersistFailed)
+		return sdk.Partial(provPersistFailed)
 	}
-	return sdk.Undeclared()
+	return sdk.Done()
 }
 
 // logWarn writes msg on the command's log, which the agent keeps.

@@ -116,6 +116,62 @@ func TestChild(t *testing.T) {
 		}
 	})
 
+	t.Run("debug mode: started by hand, attached to", func(t *testing.T) {
+		cmd := exec.Command(bin, "-debug")
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := make(chan string)
+		go func() {
+			sc := bufio.NewScanner(stderr)
+			for sc.Scan() {
+				if strings.HasPrefix(sc.Text(), "YUZU_PLUGIN_REATTACH=") {
+					lines <- sc.Text()
+				}
+			}
+			close(lines)
+		}()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			<-done
+		})
+		var line string
+		select {
+		case line = <-lines:
+		case <-time.After(time.Minute):
+			t.Fatal("no YUZU_PLUGIN_REATTACH line within a minute")
+		}
+		if line == "" {
+			t.Fatal("the plugin ended without printing its reattach line")
+		}
+		h := sdktest.Attach(t, line, sdk.Config{AgentID: "debugger"})
+		if m := h.Manifest(); m.Name != "probe" || m.Protocol != 1 {
+			t.Errorf("attached manifest %s, protocol %d", m.Name, m.Protocol)
+		}
+		if got := h.Run("echo", map[string]string{"k": "v"}).String(); got != "param|k|v\n[result_status] UNDECLARED / UNKNOWN\n" {
+			t.Errorf("echo through the reattached plugin: %q", got)
+		}
+		// SIGTERM ends a plugin in debug mode cleanly.
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			done <- err // for the cleanup
+			if err != nil {
+				t.Errorf("plugin in debug mode after SIGTERM: %v", err)
+			}
+		case <-time.After(time.Minute):
+			t.Error("plugin in debug mode still running a minute after SIGTERM")
+		}
+	})
+
 	t.Run("environment is only PATH and go-plugin's", func(t *testing.T) {
 		t.Setenv("YUZU_SDK_TEST_SECRET", "must-not-leak")
 		h := sdktest.Start(t, bin, sdk.Config{})

@@ -1,9 +1,22 @@
 package sdk
 
-import "github.com/yuzugo/yuzu/sdk/internal/pluginv1"
+import (
+	"github.com/yuzugo/yuzu/sdk/internal/pluginv1"
+	"github.com/yuzugo/yuzu/sdk/rows"
+)
 
-// The conversions from the SDK's types to the wire's. The host package holds the
-// reverse direction; the generated types never appear in either package's API.
+// The plugin side's conversions between the SDK's types and the wire's, in both
+// directions; the host's are in package host, convert.go. The generated types never
+// appear in either package's API.
+
+func configFromProto(req *pluginv1.ConfigureRequest) Config {
+	return Config{
+		AgentID:      req.GetAgentId(),
+		AgentVersion: req.GetAgentVersion(),
+		DataDir:      req.GetDataDir(),
+		LogLevel:     req.GetLogLevel(),
+	}
+}
 
 func manifestToProto(p *Plugin) *pluginv1.Manifest {
 	m := &pluginv1.Manifest{
@@ -11,6 +24,7 @@ func manifestToProto(p *Plugin) *pluginv1.Manifest {
 		Version:     p.Version,
 		Description: p.Description,
 		SdkVersion:  Version,
+		Vendor:      p.Vendor,
 	}
 	for _, a := range p.actions {
 		pa := &pluginv1.Action{
@@ -82,6 +96,12 @@ func parameterToProto(p *Parameter) *pluginv1.Parameter {
 		Clamped:      p.Clamped,
 		DisplayName:  p.DisplayName,
 	}
+	if len(p.Messages) > 0 {
+		pp.Messages = make(map[string]string, len(p.Messages))
+		for r, text := range p.Messages {
+			pp.Messages[string(r)] = text
+		}
+	}
 	if p.MinLength != nil {
 		n := uint32(*p.MinLength)
 		pp.MinLength = &n
@@ -91,4 +111,23 @@ func parameterToProto(p *Parameter) *pluginv1.Parameter {
 		pp.MaxLength = &n
 	}
 	return pp
+}
+
+func rowsToProto(batch []string) *pluginv1.ExecuteResponse {
+	return &pluginv1.ExecuteResponse{Event: &pluginv1.ExecuteResponse_Rows{Rows: &pluginv1.RowBatch{Rows: batch}}}
+}
+
+func progressToProto(done, total uint64, unit string) *pluginv1.ExecuteResponse {
+	return &pluginv1.ExecuteResponse{Event: &pluginv1.ExecuteResponse_Progress{Progress: &pluginv1.Progress{Done: done, Total: total, Unit: unit}}}
+}
+
+func resultToProto(res Result) *pluginv1.ExecuteResponse {
+	return &pluginv1.ExecuteResponse{Event: &pluginv1.ExecuteResponse_Result{Result: &pluginv1.Result{
+		ReturnCode:   int32(res.Code),
+		Status:       pluginv1.ResultStatus(res.Status.Known()),
+		Completeness: pluginv1.Completeness(res.Completeness.Known()),
+		// A provenance that is not valid UTF-8 could not be marshalled, and the
+		// agent would lose the answer and take the plugin for crashed.
+		Provenance: rows.ValidUTF8(res.Provenance),
+	}}}
 }

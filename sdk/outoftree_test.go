@@ -10,8 +10,9 @@ import (
 
 // TestOutOfTreePluginBuilds builds sdk/examples/hello the way a third party would, with
 // the go.mod the README gives: its own module, outside the workspace, requiring only
-// the SDK (through a replace, until the SDK is published). A dependency of the SDK on
-// another module of this repository would make `go mod tidy` fail here.
+// the SDK (through a replace, until the SDK is published), and runs its sdktest tests
+// there. A dependency of the SDK on another module of this repository would make
+// `go mod tidy` fail here.
 func TestOutOfTreePluginBuilds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module from scratch; skipped in -short mode")
@@ -51,6 +52,7 @@ func TestOutOfTreePluginBuilds(t *testing.T) {
 	run("mod", "tidy")
 	run("build", "-o", "yuzu-plugin-hello", ".")
 	run("vet", "./...")
+	run("test", "-count=1", "./...")
 	data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package sdk
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
@@ -29,6 +30,11 @@ const (
 // more than one batch.
 type Output struct {
 	send func(batch []string) error
+	// progress sends a Progress event; nil when the agent does not take them.
+	progress func(done, total uint64, unit string) error
+
+	progressMu   sync.Mutex
+	progressLast time.Time
 
 	mu       sync.Mutex
 	cond     sync.Cond // the batch changed, a send ended, or the sender stopped
@@ -48,6 +54,38 @@ func newOutput(send func([]string) error) *Output {
 	return o
 }
 
+// progressEvery is the least time between two progress reports of one command: a
+// handler may call Progress for every file, the agent needs a few a second at most.
+const progressEvery = 250 * time.Millisecond
+
+// Progress reports how far the command has come: done units of total (0 when the total
+// is unknown), unit naming what is counted ("files", "bytes"). The agent shows it while
+// the command runs (on stderr for `yuzu-agent exec` when that is a terminal); it is
+// never a row and never part of the answer. Call it as often as is convenient: reports
+// closer together than a quarter of a second are dropped, except the one that reaches
+// total.
+func (o *Output) Progress(done, total int64, unit string) {
+	if o.progress == nil || done < 0 || total < 0 {
+		return
+	}
+	o.progressMu.Lock()
+	defer o.progressMu.Unlock()
+	now := time.Now()
+	final := total > 0 && done >= total
+	if !final && !o.progressLast.IsZero() && now.Sub(o.progressLast) < progressEvery {
+		return
+	}
+	o.progressLast = now
+	o.mu.Lock()
+	stopped := o.closed || o.err != nil
+	o.mu.Unlock()
+	if stopped {
+		return
+	}
+	// A failed report is the stream failing: the next row write meets the same error.
+	_ = o.progress(uint64(done), uint64(total), rows.Printable(rows.ValidUTF8(unit)))
+}
+
 // Row writes one row: kind, then fields, escaped by the SDK's rules (package rows).
 func (o *Output) Row(kind string, fields ...string) {
 	o.write(rows.Format(kind, fields...))
@@ -59,15 +97,18 @@ func (o *Output) Line(row string) {
 	o.write(rows.Line(row))
 }
 
-// Error writes the row `error|<msg>`.
+// Error writes the row `error|<msg>` and lets the command go on: for one item that
+// could not be read in an answer that continues. To end the command failed, return
+// Fail's result instead.
 func (o *Output) Error(msg string) {
 	o.write("error|" + rows.Line(msg))
 }
 
-// Fail writes `error|<msg>` and returns the failed result (rc 1).
+// Fail writes `error|<msg>` and returns the failed result (rc 1): end a failed
+// command with `return out.Fail(msg), nil`.
 func (o *Output) Fail(msg string) Result {
 	o.Error(msg)
-	return Failed()
+	return failed
 }
 
 // Failf is Fail with a format string.

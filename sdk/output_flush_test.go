@@ -21,7 +21,7 @@ func TestOutputFlushesPartialBatchWhileHandlerWorks(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("row not sent while the handler was still running")
 	}
-	if _, err := o.finish(Undeclared()); err != nil {
+	if _, err := o.finish(Done()); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -60,7 +60,7 @@ func TestOutputBatchesWhileASendIsInFlight(t *testing.T) {
 	}
 	close(release)
 	<-wrote
-	if _, err := o.finish(Undeclared()); err != nil {
+	if _, err := o.finish(Done()); err != nil {
 		t.Fatal(err)
 	}
 	var all []string

@@ -78,7 +78,7 @@ func TestOutputBatchesBoundedAndOrdered(t *testing.T) {
 				want = append(want, row)
 				o.Line(row)
 			}
-			res, err := o.finish(Undeclared())
+			res, err := o.finish(Done())
 			if err != nil || res.Code != 0 {
 				t.Fatalf("finish: %+v, %v", res, err)
 			}
@@ -121,7 +121,7 @@ func TestOutputOversizeRowRefused(t *testing.T) {
 		in       Result
 		wantCode int
 	}{
-		{"success becomes failure", Undeclared(), 1},
+		{"success becomes failure", Done(), 1},
 		{"failure code kept", Result{Code: 3}, 3},
 	}
 	for _, c := range cases {
@@ -151,7 +151,7 @@ func TestOutputOversizeRowRefused(t *testing.T) {
 	var r recorder
 	o := newOutput(r.send)
 	o.Line(strings.Repeat("z", MaxRowBytes))
-	if res, err := o.finish(Undeclared()); err != nil || res.Code != 0 || len(r.rows()) != 1 {
+	if res, err := o.finish(Done()); err != nil || res.Code != 0 || len(r.rows()) != 1 {
 		t.Errorf("row at the limit: %+v, %v, %d rows", res, err, len(r.rows()))
 	}
 }
@@ -162,7 +162,7 @@ func TestOutputSendFailureStopsWrites(t *testing.T) {
 	for i := range 3 * MaxBatchRows {
 		o.Row("n", strconv.Itoa(i))
 	}
-	if _, err := o.finish(Undeclared()); err == nil {
+	if _, err := o.finish(Done()); err == nil {
 		t.Error("finish returned no error after a failed send")
 	}
 	if o.Err() == nil {
@@ -183,7 +183,7 @@ func TestOutputWritesAfterFinishDropped(t *testing.T) {
 	var r recorder
 	o := newOutput(r.send)
 	o.Row("one")
-	if _, err := o.finish(Undeclared()); err != nil {
+	if _, err := o.finish(Done()); err != nil {
 		t.Fatal(err)
 	}
 	o.Row("late")
@@ -207,7 +207,7 @@ func TestOutputConcurrentWriters(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if _, err := o.finish(Undeclared()); err != nil {
+	if _, err := o.finish(Done()); err != nil {
 		t.Fatal(err)
 	}
 	checkBatchBounds(t, r.batches)

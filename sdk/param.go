@@ -263,6 +263,9 @@ func (p *Parameter) Compile() []ParamProblem {
 	return out
 }
 
+// Valid reports whether r is one of the rules above.
+func (r Rule) Valid() bool { return slices.Contains(allRules, r) }
+
 var allRules = []Rule{RuleRequired, RuleType, RuleMinLength, RuleMaxLength, RulePattern, RuleEnum, RuleMinimum, RuleMaximum}
 
 // CompileAnchored compiles an RE2 expression so that it must match a whole value, the
@@ -375,16 +378,34 @@ func (p *Parameter) CheckGiven(params map[string]string) (Rule, string) {
 	return p.Check(v)
 }
 
-// checkParams checks the declared parameters in declaration order and returns the
-// error text of the first one that fails, or "".
-func checkParams(decl []Parameter, m map[string]string) string {
+// ParamError is a parameter value its declaration refuses. Every path a command takes
+// (`exec PLUGIN ACTION`, `exec DEFINITION-ID`, the fleet server) refuses it with the
+// same one error row, the Message.
+type ParamError struct {
+	Param string
+	// Rule is the rule the value breaks; "" for a parameter a definition does not
+	// declare.
+	Rule Rule
+	// Message is the error row's text: the declared Message for Rule, else the SDK's
+	// wording ("missing required parameter: key", "parameter key: ...").
+	Message string
+}
+
+// Error returns the Message.
+func (e *ParamError) Error() string { return e.Message }
+
+// CheckParams is the one parameter check: it checks params against decl in
+// declaration order and returns the first refusal as a *ParamError, or nil. The SDK
+// runs it before every handler; the agent runs it, with the plugin's declarations,
+// before a command through a definition starts the plugin.
+func CheckParams(decl []Parameter, params map[string]string) error {
 	for i := range decl {
 		p := &decl[i]
-		if rule, problem := p.CheckGiven(m); rule != "" {
-			return p.message(rule, problem, m[p.Name])
+		if rule, problem := p.CheckGiven(params); rule != "" {
+			return &ParamError{Param: p.Name, Rule: rule, Message: p.message(rule, problem, params[p.Name])}
 		}
 	}
-	return ""
+	return nil
 }
 
 // intRange gives the inclusive range of an integer type.

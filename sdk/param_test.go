@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -148,8 +149,16 @@ func TestCheckParamsOrderAndMessages(t *testing.T) {
 		{map[string]string{"first": "x", "second": "1", "other": "anything"}, ""},
 	}
 	for _, c := range cases {
-		if got := checkParams(decl, c.params); got != c.want {
-			t.Errorf("checkParams(%v) = %q, want %q", c.params, got, c.want)
+		got := ""
+		if err := CheckParams(decl, c.params); err != nil {
+			got = err.Error()
+			var pe *ParamError
+			if !errors.As(err, &pe) || pe.Rule == "" || (pe.Param != "first" && pe.Param != "second") {
+				t.Errorf("CheckParams(%v) = %#v, want a *ParamError naming the parameter and rule", c.params, err)
+			}
+		}
+		if got != c.want {
+			t.Errorf("CheckParams(%v) = %q, want %q", c.params, got, c.want)
 		}
 	}
 }
@@ -173,8 +182,8 @@ func BenchmarkCheckParams(b *testing.B) {
 		"case_sensitive": "true", "max_matches": "100", "key": "env.prod", "base_dir": "/var/log"}
 	b.ReportAllocs()
 	for b.Loop() {
-		if msg := checkParams(decl, m); msg != "" {
-			b.Fatal(msg)
+		if err := CheckParams(decl, m); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -113,10 +113,16 @@ func Columns(columns ...string) ActionOption {
 	}
 }
 
-// Supported declares the same support on Linux, macOS and Windows.
-func Supported(s OSSupport) ActionOption {
+// OnAll declares the same support on Linux, macOS and Windows.
+func OnAll(s OSSupport) ActionOption {
 	return func(a *Action) { a.Linux, a.Darwin, a.Windows = s, s, s }
 }
+
+// Supported is OnAll.
+//
+// Deprecated: use OnAll (the name said "supported" whatever level it was given);
+// Supported is kept for one release.
+func Supported(s OSSupport) ActionOption { return OnAll(s) }
 
 // OnLinux declares the action's support on Linux.
 func OnLinux(s OSSupport) ActionOption { return func(a *Action) { a.Linux = s } }
@@ -144,6 +150,12 @@ type Plugin struct {
 	Name        string
 	Version     string
 	Description string
+	// Vendor is the prefix of the definitions the SDK derives from the declarations:
+	// with Vendor "acme", action scan of plugin disk is served as the definition
+	// acme.disk.scan, complete with its parameters, columns and platforms, unless a
+	// shipped definition runs it. A shipped document with that id only overrides what
+	// Go cannot say (description, type, approval, ttl, roles). Empty derives nothing.
+	Vendor string
 
 	actions     []*Action
 	byName      map[string]*Action

@@ -13,7 +13,7 @@ import (
 	"github.com/yuzugo/yuzu/sdk/internal/pluginv1"
 )
 
-func nop(context.Context, *Request, *Output) (Result, error) { return Undeclared(), nil }
+func nop(context.Context, *Request, *Output) (Result, error) { return Done(), nil }
 
 func TestValidate(t *testing.T) {
 	cases := []struct {
@@ -67,7 +67,7 @@ func TestHandleRejectsProgrammingErrors(t *testing.T) {
 
 func TestActionsReturnsCopies(t *testing.T) {
 	p := New("p", "1", "")
-	p.Handle("a", nop, Describe("d"), Supported(OSSupport{Level: SupportSupported, Rung: 2}))
+	p.Handle("a", nop, Describe("d"), OnAll(OSSupport{Level: SupportSupported, Rung: 2}))
 	acts := p.Actions()
 	if len(acts) != 1 || acts[0].Description != "d" || acts[0].Darwin.Rung != 2 || acts[0].Windows.Level != SupportSupported {
 		t.Fatalf("Actions() = %+v", acts)
@@ -134,10 +134,14 @@ func TestResultConstructors(t *testing.T) {
 	cases := []struct {
 		got, want Result
 	}{
-		{Undeclared(), Result{}},
-		{OKFull(), Result{Status: StatusOK, Completeness: CompletenessFull}},
+		{Done(), Result{}},
+		{Complete(), Result{Status: StatusOK, Completeness: CompletenessFull}},
+		{Partial("x:y"), Result{Status: StatusConstrained, Completeness: CompletenessPartial, Provenance: "x:y"}},
+		// The deprecated names stay what they were.
+		{Undeclared(), Done()},
+		{OKFull(), Complete()},
+		{Constrained("x:y"), Partial("x:y")},
 		{Failed(), Result{Code: 1}},
-		{Constrained("x:y"), Result{Status: StatusConstrained, Completeness: CompletenessPartial, Provenance: "x:y"}},
 	}
 	for _, c := range cases {
 		if c.got != c.want {
@@ -165,7 +169,7 @@ func TestServerShutdownCancelsInFlight(t *testing.T) {
 		close(started)
 		<-ctx.Done()
 		seen <- ctx.Err()
-		return Failed(), nil
+		return failed, nil
 	})
 	s := newServer(p, hclog.NewNullLogger())
 	stream := &fakeStream{ctx: context.Background()}

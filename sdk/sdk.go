@@ -15,7 +15,7 @@
 //
 //	func greet(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 //		out.Row("greeting", "Hello, "+req.Params.Get("name", "")+"!")
-//		return sdk.Undeclared(), nil
+//		return sdk.Done(), nil
 //	}
 //
 // An action declares its parameters (Param) and the rows it writes (Row); the SDK
@@ -97,8 +97,15 @@ func (c Completeness) Known() Completeness {
 	return c
 }
 
-// Result ends a command. Build it with the helper named after the status it carries:
-// Undeclared, OKFull, Constrained or Failed.
+// Result ends a command. A handler ends with one of four calls:
+//
+//	return sdk.Done(), nil             // worked; says nothing about completeness
+//	return sdk.Complete(), nil         // worked; the rows are the whole answer
+//	return sdk.Partial("why"), nil     // worked; a known limitation left rows out
+//	return out.Fail("what went wrong"), nil // failed: one error row, rc 1
+//
+// Returning a Go error fails the command the same way out.Fail does, with the error's
+// text as the row; use whichever reads better at the call site.
 type Result struct {
 	// Code is the return code: 0 for success, 1 for failure in the shipped plugins.
 	Code         int
@@ -108,22 +115,43 @@ type Result struct {
 	Provenance string
 }
 
-// Undeclared is rc 0 with UNDECLARED / UNKNOWN: the command worked and says nothing
-// about how complete its answer is. Most upstream-compatible actions end this way.
-func Undeclared() Result { return Result{} }
+// Done is rc 0 with UNDECLARED / UNKNOWN: the command worked and says nothing about
+// how complete its answer is. Most upstream-compatible actions end this way.
+func Done() Result { return Result{} }
 
-// OKFull is rc 0 with OK / FULL: the command worked and its rows are the whole answer.
-func OKFull() Result { return Result{Status: StatusOK, Completeness: CompletenessFull} }
+// Complete is rc 0 with OK / FULL: the command worked and its rows are the whole
+// answer.
+func Complete() Result { return Result{Status: StatusOK, Completeness: CompletenessFull} }
 
-// Constrained is rc 0 with CONSTRAINED / PARTIAL and the given provenance: the command
+// Partial is rc 0 with CONSTRAINED / PARTIAL and the given provenance: the command
 // worked, but a known limitation means the rows are not the whole answer.
-func Constrained(provenance string) Result {
+func Partial(provenance string) Result {
 	return Result{Status: StatusConstrained, Completeness: CompletenessPartial, Provenance: provenance}
 }
 
-// Failed is rc 1 with UNDECLARED / UNKNOWN. Write the error row first (Output.Fail does
-// both), or return a Go error from the handler instead.
-func Failed() Result { return Result{Code: 1} }
+// Undeclared is Done.
+//
+// Deprecated: use Done; Undeclared is kept for one release.
+func Undeclared() Result { return Done() }
+
+// OKFull is Complete.
+//
+// Deprecated: use Complete; OKFull is kept for one release.
+func OKFull() Result { return Complete() }
+
+// Constrained is Partial.
+//
+// Deprecated: use Partial; Constrained is kept for one release.
+func Constrained(provenance string) Result { return Partial(provenance) }
+
+// Failed is rc 1 with UNDECLARED / UNKNOWN, without an error row.
+//
+// Deprecated: use Output.Fail, which writes the error row too, or return an error;
+// Failed is kept for one release.
+func Failed() Result { return failed }
+
+// failed is the result of a failed command: rc 1, nothing declared.
+var failed = Result{Code: 1}
 
 // SupportLevel says how well an operating system supports an action (the numbers the
 // fleet server stores).

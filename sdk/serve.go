@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -44,13 +45,37 @@ func init() {
 	}
 }
 
+// ServeOption changes how Serve runs the plugin. Serve without options is what the
+// agent needs; options are for development.
+type ServeOption func(*serveConfig)
+
+type serveConfig struct {
+	debug bool
+}
+
+// WithDebug, when on is true, runs the plugin by hand instead of under the agent, so
+// that it can be started under a debugger: it listens on a private socket, prints one
+// line `YUZU_PLUGIN_REATTACH=<json>` on stderr and serves until SIGINT or SIGTERM. A
+// test attaches to it with that line instead of starting a child (sdktest.Attach).
+// The connection has none of the agent's mutual TLS: wire it to a flag of your own
+// (`-debug`) and never turn it on in a shipped plugin.
+func WithDebug(on bool) ServeOption { return func(c *serveConfig) { c.debug = on } }
+
 // Serve runs the plugin until the agent stops it or goes away. It never returns.
 //
-// Run by hand (not by the agent), the binary prints that it is a plugin and exits 1.
-func Serve(p *Plugin) {
+// Run by hand (not by the agent, and without WithDebug), the binary prints that it is
+// a plugin and exits 1.
+func Serve(p *Plugin, opts ...ServeOption) {
+	var sc serveConfig
+	for _, o := range opts {
+		o(&sc)
+	}
 	if err := p.Validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "yuzu plugin:", err)
 		os.Exit(1)
+	}
+	if sc.debug {
+		serveDebug(p)
 	}
 	// go-plugin prints the handshake on os.Stdout and then replaces os.Stdout with its
 	// own pipe, so the real stdout is exposed only for that moment. A goroutine of the
@@ -97,12 +122,48 @@ func Serve(p *Plugin) {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  wire.Handshake,
 		VersionedPlugins: wire.Sets(srv),
-		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			opts = append(opts, grpc.MaxRecvMsgSize(wire.MaxMessageBytes), grpc.MaxSendMsgSize(wire.MaxMessageBytes))
-			return grpc.NewServer(opts...)
-		},
-		Logger: log,
+		GRPCServer:       grpcServer,
+		Logger:           log,
 	})
 	// plugin.Serve returns when the agent closes the connection.
 	exit(0, closedByAgent)
+}
+
+// serveDebug serves p for a debugger session (WithDebug) and exits when interrupted.
+func serveDebug(p *Plugin) {
+	log := hclog.New(&hclog.LoggerOptions{Name: p.Name, Level: hclog.Debug, Output: os.Stderr, JSONFormat: true})
+	srv := newServer(p, log)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	reattach := make(chan *plugin.ReattachConfig, 1)
+	closed := make(chan struct{})
+	go func() {
+		select {
+		case rc := <-reattach:
+			line, err := wire.EncodeReattach(rc)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "yuzu plugin: reattach:", err)
+				return
+			}
+			fmt.Fprintln(os.Stderr, wire.ReattachEnv+"="+line)
+		case <-closed:
+		}
+	}()
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig:  wire.Handshake,
+		VersionedPlugins: wire.Sets(srv),
+		GRPCServer:       grpcServer,
+		Logger:           log,
+		Test:             &plugin.ServeTestConfig{Context: ctx, ReattachConfigCh: reattach, CloseCh: closed},
+	})
+	<-closed
+	srv.shutdown(stopGrace)
+	proctree.KillDescendants(os.Getpid())
+	os.Exit(0)
+}
+
+// grpcServer builds the plugin's gRPC server with the protocol's message limit.
+func grpcServer(opts []grpc.ServerOption) *grpc.Server {
+	opts = append(opts, grpc.MaxRecvMsgSize(wire.MaxMessageBytes), grpc.MaxSendMsgSize(wire.MaxMessageBytes))
+	return grpc.NewServer(opts...)
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/yuzugo/yuzu/sdk/internal/pluginv1"
 	"github.com/yuzugo/yuzu/sdk/internal/wire"
 	"github.com/yuzugo/yuzu/sdk/params"
-	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 func init() {
@@ -61,12 +60,7 @@ func (s *server) Describe(context.Context, *pluginv1.DescribeRequest) (*pluginv1
 }
 
 func (s *server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) (*pluginv1.ConfigureResponse, error) {
-	cfg := Config{
-		AgentID:      req.GetAgentId(),
-		AgentVersion: req.GetAgentVersion(),
-		DataDir:      req.GetDataDir(),
-		LogLevel:     req.GetLogLevel(),
-	}
+	cfg := configFromProto(req)
 	if cfg.LogLevel != "" {
 		if lvl := hclog.LevelFromString(cfg.LogLevel); lvl != hclog.NoLevel {
 			s.log.SetLevel(lvl)
@@ -113,9 +107,22 @@ func (s *server) Execute(req *pluginv1.ExecuteRequest, stream pluginv1.PluginSer
 		defer cancelDeadline()
 	}
 
+	// Rows go out from the Output's sender goroutine and progress from the handler's:
+	// a gRPC stream takes one Send at a time.
+	var sendMu sync.Mutex
+	send := func(ev *pluginv1.ExecuteResponse) error {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		return stream.Send(ev)
+	}
 	out := newOutput(func(batch []string) error {
-		return stream.Send(&pluginv1.ExecuteResponse{Event: &pluginv1.ExecuteResponse_Rows{Rows: &pluginv1.RowBatch{Rows: batch}}})
+		return send(rowsToProto(batch))
 	})
+	if req.GetAcceptsProgress() {
+		out.progress = func(done, total uint64, unit string) error {
+			return send(progressToProto(done, total, unit))
+		}
+	}
 	s.mu.RLock()
 	cfg := s.cfg
 	s.mu.RUnlock()
@@ -133,28 +140,21 @@ func (s *server) Execute(req *pluginv1.ExecuteRequest, stream pluginv1.PluginSer
 	}
 	var res Result
 	if a, ok := s.p.byName[r.Action]; ok {
-		if msg := checkParams(a.Params, req.GetParameters()); msg != "" {
-			res = out.Fail(msg)
+		if err := CheckParams(a.Params, req.GetParameters()); err != nil {
+			res = out.Fail(err.Error())
 		} else {
 			res = s.call(ctx, a, r, out)
 		}
 	} else {
 		// The upstream contract: this one row carries no error| prefix.
 		out.Line("unknown action: " + r.Action)
-		res = Failed()
+		res = failed
 	}
 	res, err := out.finish(res)
 	if err != nil {
 		return err
 	}
-	return stream.Send(&pluginv1.ExecuteResponse{Event: &pluginv1.ExecuteResponse_Result{Result: &pluginv1.Result{
-		ReturnCode:   int32(res.Code),
-		Status:       pluginv1.ResultStatus(res.Status.Known()),
-		Completeness: pluginv1.Completeness(res.Completeness.Known()),
-		// A provenance that is not valid UTF-8 could not be marshalled, and the
-		// agent would lose the answer and take the plugin for crashed.
-		Provenance: rows.ValidUTF8(res.Provenance),
-	}}})
+	return send(resultToProto(res))
 }
 
 // Cancel cancels the context of a running command; its stream stays open so that the

@@ -26,7 +26,7 @@ func testPlugin(t *testing.T) (*sdk.Plugin, chan error) {
 		if req.Log == nil {
 			return out.Fail("no logger"), nil
 		}
-		return sdk.Undeclared(), nil
+		return sdk.Done(), nil
 	}, sdk.Describe("answers"), sdk.OnLinux(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "m"}),
 		sdk.OnWindows(sdk.OSSupport{Level: sdk.SupportPlanned, Fallback: "later"}))
 	p.Handle("params", func(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
@@ -34,7 +34,7 @@ func testPlugin(t *testing.T) (*sdk.Plugin, chan error) {
 			v, ok := req.Params.Lookup(k)
 			out.Row("param", k, strconv.FormatBool(ok), v)
 		}
-		return sdk.Undeclared(), nil
+		return sdk.Done(), nil
 	})
 	p.Handle("explode", func(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 		out.Row("before", "panic")
@@ -50,7 +50,7 @@ func testPlugin(t *testing.T) (*sdk.Plugin, chan error) {
 		return sdk.Result{Code: code, Status: sdk.Status(s), Completeness: sdk.Completeness(c), Provenance: req.Params.Get("prov", "")}, nil
 	})
 	p.Handle("constrained", func(context.Context, *sdk.Request, *sdk.Output) (sdk.Result, error) {
-		return sdk.Constrained("servertest:limited"), nil
+		return sdk.Partial("servertest:limited"), nil
 	})
 	p.Handle("deadline", func(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 		d, ok := ctx.Deadline()
@@ -58,26 +58,26 @@ func testPlugin(t *testing.T) (*sdk.Plugin, chan error) {
 		out.Row("req", req.Deadline.UTC().Format(time.RFC3339Nano))
 		<-ctx.Done()
 		out.Row("done", ctx.Err().Error())
-		return sdk.Undeclared(), nil
+		return sdk.Done(), nil
 	})
 	p.Handle("wait", func(ctx context.Context, _ *sdk.Request, _ *sdk.Output) (sdk.Result, error) {
 		<-ctx.Done()
 		cancelled <- ctx.Err()
-		return sdk.Failed(), nil
+		return sdk.Result{Code: 1}, nil
 	})
 	p.Handle("many", func(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 		n, _ := req.Params.Int("n", 0)
 		for i := range n {
 			out.Row("n", strconv.Itoa(i))
 		}
-		return sdk.Undeclared(), nil
+		return sdk.Done(), nil
 	})
 	// declared: parameters checked by the SDK; the handler counts its runs so a test
 	// can prove a refused command never reached it.
 	p.Handle("declared", func(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 		declaredRuns.Add(1)
 		out.Row("limit", req.Params.Get("limit", "10"))
-		return sdk.OKFull(), nil
+		return sdk.Complete(), nil
 	},
 		sdk.Param("path", sdk.TypeString, "a path", sdk.Required(), sdk.MaxLength(8),
 			sdk.Message(sdk.RuleRequired, "missing required parameters: path, mode")),
@@ -91,7 +91,7 @@ func testPlugin(t *testing.T) (*sdk.Plugin, chan error) {
 		sdk.Row("total", "count:int64"),
 	)
 	p.Handle("fails", func(context.Context, *sdk.Request, *sdk.Output) (sdk.Result, error) {
-		return sdk.OKFull(), errors.New("went wrong\nbadly")
+		return sdk.Complete(), errors.New("went wrong\nbadly")
 	})
 	return p, cancelled
 }
@@ -234,7 +234,7 @@ func TestServerStreamsManyRowsInOrder(t *testing.T) {
 	h := sdktest.New(t, p, sdk.Config{})
 	const n = 100_000
 	o := h.Run("many", map[string]string{"n": strconv.Itoa(n)})
-	if o.Result != sdk.Undeclared() {
+	if o.Result != sdk.Done() {
 		t.Errorf("result %+v", o.Result)
 	}
 	if len(o.Rows) != n {
@@ -270,14 +270,9 @@ func TestServerManifest(t *testing.T) {
 		t.Errorf("legs %+v", a)
 	}
 	// Declarations travel over the wire unchanged: what the agent learns from
-	// Describe is what the plugin declared.
-	// (Messages stay in the plugin: they word its own error rows.)
+	// Describe is what the plugin declared, messages included: the agent words a
+	// refusal on the definition path with them.
 	local := host.ManifestOf(p)
-	for _, a := range local.Actions {
-		for i := range a.Params {
-			a.Params[i].Messages = nil
-		}
-	}
 	wire, _ := json.Marshal(m.Actions)
 	declared, _ := json.Marshal(local.Actions)
 	if string(wire) != string(declared) {

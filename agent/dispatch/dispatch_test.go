@@ -34,7 +34,7 @@ func (g *gate) Execute(ctx context.Context, req supervisor.Request, onRows func(
 		return sdk.Result{}, ctx.Err()
 	}
 	_ = onRows([]string{"ran|" + req.Plugin})
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 func TestConcurrencyBoundAndQueueFull(t *testing.T) {

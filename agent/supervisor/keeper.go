@@ -472,12 +472,12 @@ func (k *keeper) snapshot() {
 	// The last known version and actions, rebuilt only when a new child brings its
 	// manifest: run calls this for every command, and the list does not change.
 	// status() clones Actions, so snapshots may share it.
-	st.Version, st.Actions = k.snap.Version, k.snap.Actions
+	st.Version, st.Actions, st.Protocol = k.snap.Version, k.snap.Actions, k.snap.Protocol
 	if k.child != nil {
 		st.Pid = k.child.Pid()
 		if k.child != k.snapChild {
 			m := k.child.Manifest()
-			st.Version, st.Actions = m.Version, make([]string, 0, len(m.Actions))
+			st.Version, st.Actions, st.Protocol = m.Version, make([]string, 0, len(m.Actions)), m.Protocol
 			for _, a := range m.Actions {
 				st.Actions = append(st.Actions, a.Name)
 			}
@@ -538,7 +538,7 @@ func (k *keeper) execute(ctx context.Context, req Request, onRows func([]string)
 	})
 	defer stopCancelWatch()
 
-	res, err := c.Execute(ctx, host.Command{ID: req.ID, Action: req.Action, Params: req.Params, Deadline: deadline}, onRows)
+	res, err := c.Execute(ctx, host.Command{ID: req.ID, Action: req.Action, Params: req.Params, Deadline: deadline, OnProgress: req.OnProgress}, onRows)
 	if err == nil {
 		return res, nil
 	}

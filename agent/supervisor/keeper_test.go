@@ -59,7 +59,7 @@ func (c *fakeChild) Execute(ctx context.Context, cmd host.Command, onRows func([
 		if err := onRows([]string{"ok|" + cmd.ID}); err != nil {
 			return sdk.Result{}, err
 		}
-		return sdk.Undeclared(), nil
+		return sdk.Done(), nil
 	case "crash":
 		_ = onRows([]string{"before|crash"})
 		c.end("exit status 3")
@@ -67,7 +67,7 @@ func (c *fakeChild) Execute(ctx context.Context, cmd host.Command, onRows func([
 	case "hang":
 		select {
 		case <-ctx.Done():
-			return sdk.Failed(), ctx.Err()
+			return sdk.Result{Code: 1}, ctx.Err()
 		case <-c.exited:
 			return sdk.Result{}, errStreamBroken
 		}

@@ -107,6 +107,7 @@ func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (
 	if c.manifest, err = c.rpc.Describe(ctx); err != nil {
 		return fail(fmt.Errorf("describe: %w", err))
 	}
+	c.manifest.Protocol = client.NegotiatedVersion()
 	if c.manifest.Name != b.Name {
 		return fail(fmt.Errorf("binary %s says its name is %q", b.Path, c.manifest.Name))
 	}

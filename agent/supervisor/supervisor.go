@@ -126,6 +126,9 @@ type Request struct {
 	// (the submitter may have queued it for part of Timeout).
 	Timeout  time.Duration
 	Deadline time.Time
+	// OnProgress, when set, receives the action's progress reports (see
+	// host.Command.OnProgress).
+	OnProgress func(done, total uint64, unit string)
 }
 
 func (s *Supervisor) keeper(name string) (*keeper, error) {
@@ -211,6 +214,7 @@ type Status struct {
 	Path      string
 	State     State
 	Version   string // empty until the plugin has run once
+	Protocol  int    // the negotiated plugin protocol version; 0 until it has run once
 	Restarts  int
 	LastError string
 	Actions   []string

@@ -9,7 +9,7 @@ import (
 )
 
 func nop(context.Context, *sdk.Request, *sdk.Output) (sdk.Result, error) {
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 // samplePlugin declares exactly what sampleYAML defines.
@@ -78,7 +78,7 @@ func TestCheckAgreement(t *testing.T) {
 	}
 	// An action without a definition is a problem too.
 	p := samplePlugin()
-	p.Handle("extra", nop, sdk.Supported(sdk.OSSupport{Level: sdk.SupportSupported}))
+	p.Handle("extra", nop, sdk.OnAll(sdk.OSSupport{Level: sdk.SupportSupported}))
 	if got := check(sampleYAML, p); got != "action extra: no definition runs it" {
 		t.Errorf("uncovered action: %q", got)
 	}
@@ -89,7 +89,7 @@ func TestCheckAgreement(t *testing.T) {
 // it runs.
 func TestCheckDefinition(t *testing.T) {
 	p := samplePlugin()
-	p.Handle("extra", nop, sdk.Supported(sdk.OSSupport{Level: sdk.SupportSupported}))
+	p.Handle("extra", nop, sdk.OnAll(sdk.OSSupport{Level: sdk.SupportSupported}))
 	check := func(yaml, plugin string) string {
 		t.Helper()
 		defs, err := Parse("sample.yaml", []byte(yaml))

@@ -14,64 +14,65 @@ import (
 	"github.com/yuzugo/yuzu/sdk"
 )
 
-// The raw* types mirror the YAML nesting one to one. They exist only so that the
-// decoder can refuse unknown fields; Parse flattens them into Definition.
+// The raw* types mirror the YAML nesting one to one. They exist so that the decoder can
+// refuse unknown fields (Parse flattens them into Definition) and so that Marshal writes
+// the same nesting back; omitempty only shortens what Marshal writes.
 type rawDoc struct {
 	APIVersion string      `yaml:"apiVersion"`
 	Kind       string      `yaml:"kind"`
 	Metadata   rawMetadata `yaml:"metadata"`
 	Spec       rawSpec     `yaml:"spec"`
-	Status     rawStatus   `yaml:"status"`
+	Status     rawStatus   `yaml:"status,omitempty"`
 }
 
 type rawMetadata struct {
 	ID          string   `yaml:"id"`
 	DisplayName string   `yaml:"displayName"`
 	Version     string   `yaml:"version"`
-	Description string   `yaml:"description"`
-	Tags        []string `yaml:"tags"`
+	Description string   `yaml:"description,omitempty"`
+	Tags        []string `yaml:"tags,omitempty"`
 }
 
 type rawSpec struct {
 	Type            string           `yaml:"type"`
 	Platforms       []string         `yaml:"platforms"`
 	Execution       rawExecution     `yaml:"execution"`
-	Parameters      *rawParameters   `yaml:"parameters"`
+	Parameters      *rawParameters   `yaml:"parameters,omitempty"`
 	Result          rawResult        `yaml:"result"`
-	ReadablePayload string           `yaml:"readablePayload"`
+	ReadablePayload string           `yaml:"readablePayload,omitempty"`
 	Gather          rawGather        `yaml:"gather"`
 	Approval        rawApproval      `yaml:"approval"`
-	Permissions     rawPermissions   `yaml:"permissions"`
-	Compatibility   rawCompatibility `yaml:"compatibility"`
+	Permissions     rawPermissions   `yaml:"permissions,omitempty"`
+	Compatibility   rawCompatibility `yaml:"compatibility,omitempty"`
 }
 
 type rawExecution struct {
 	Plugin      string `yaml:"plugin"`
 	Action      string `yaml:"action"`
-	Concurrency string `yaml:"concurrency"`
+	Concurrency string `yaml:"concurrency,omitempty"`
 }
 
 type rawParameters struct {
 	Type       string                 `yaml:"type"`
-	Required   []string               `yaml:"required"`
+	Required   []string               `yaml:"required,omitempty"`
 	Properties map[string]rawProperty `yaml:"properties"`
 }
 
 type rawProperty struct {
 	Type        string        `yaml:"type"`
-	DisplayName string        `yaml:"displayName"`
-	Description string        `yaml:"description"`
-	Default     yaml.Node     `yaml:"default"`
-	Validation  rawValidation `yaml:"validation"`
+	DisplayName string        `yaml:"displayName,omitempty"`
+	Description string        `yaml:"description,omitempty"`
+	Default     yaml.Node     `yaml:"default,omitempty"`
+	Validation  rawValidation `yaml:"validation,omitempty"`
 }
 
 type rawValidation struct {
-	MaxLength *int     `yaml:"maxLength"`
-	MinLength *int     `yaml:"minLength"`
-	Pattern   string   `yaml:"pattern"`
-	Enum      []string `yaml:"enum"`
-	Minimum   *int64   `yaml:"minimum"`
-	Maximum   *int64   `yaml:"maximum"`
+	MaxLength *int     `yaml:"maxLength,omitempty"`
+	MinLength *int     `yaml:"minLength,omitempty"`
+	Pattern   string   `yaml:"pattern,omitempty"`
+	Enum      []string `yaml:"enum,omitempty"`
+	Minimum   *int64   `yaml:"minimum,omitempty"`
+	Maximum   *int64   `yaml:"maximum,omitempty"`
 }
 
 type rawResult struct {
@@ -92,17 +93,17 @@ type rawApproval struct {
 }
 
 type rawPermissions struct {
-	ExecuteRoles []string `yaml:"executeRoles"`
-	AuthorRoles  []string `yaml:"authorRoles"`
+	ExecuteRoles []string `yaml:"executeRoles,omitempty"`
+	AuthorRoles  []string `yaml:"authorRoles,omitempty"`
 }
 
 type rawCompatibility struct {
-	MinAgentVersion string   `yaml:"minAgentVersion"`
-	RequiredPlugins []string `yaml:"requiredPlugins"`
+	MinAgentVersion string   `yaml:"minAgentVersion,omitempty"`
+	RequiredPlugins []string `yaml:"requiredPlugins,omitempty"`
 }
 
 type rawStatus struct {
-	Phase string `yaml:"phase"`
+	Phase string `yaml:"phase,omitempty"`
 }
 
 var (

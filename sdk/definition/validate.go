@@ -1,55 +1,22 @@
 package definition
 
 import (
+	"maps"
 	"slices"
 	"strings"
+
+	"github.com/yuzugo/yuzu/sdk"
 )
 
-// ParamError is one parameter that fails its definition.
-type ParamError struct {
-	// Param is the parameter name as given (or as declared, for a missing one).
-	Param string
-	// Problem says what is wrong, e.g. "exceeds maxLength 64 (65 bytes)".
-	Problem string
-}
-
-// Error returns "parameter <name>: <problem>".
-func (e *ParamError) Error() string {
-	return "parameter " + e.Param + ": " + e.Problem
-}
-
-// ValidationError lists every parameter that fails a definition, sorted by
-// parameter name, at most one problem per parameter.
-type ValidationError struct {
-	// Definition is the id of the definition the parameters were checked against.
-	Definition string
-	// Problems holds one entry per failing parameter, sorted by Param.
-	Problems []*ParamError
-}
-
-// Error joins the problems with "; " so that the message stays on one line (the
-// agent prints it as a single error| row).
-func (e *ValidationError) Error() string {
-	parts := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		parts[i] = p.Error()
-	}
-	return strings.Join(parts, "; ")
-}
-
-// Unwrap returns the individual problems, so errors.As can reach a *ParamError.
-func (e *ValidationError) Unwrap() []error {
-	errs := make([]error, len(e.Problems))
-	for i, p := range e.Problems {
-		errs[i] = p
-	}
-	return errs
-}
+// ParamError is one parameter that fails its definition: the same error, with the
+// same text, the plugin answers for a parameter that fails its declaration.
+type ParamError = sdk.ParamError
 
 // Validate checks the parameters of `exec DEFINITION-ID key=value...` against the
-// definition (docs/definitions.md) and returns nil or a *ValidationError:
+// definition (docs/definitions.md) and returns nil or the first refusal, a
+// *ParamError. It is sdk.CheckParams, the check a plugin runs before its handler, over
+// the definition's parameters in their order, plus one rule of definitions only:
 //
-//   - a parameter the definition does not declare is refused;
 //   - a required parameter that is absent, or present with an empty value, is refused;
 //   - every other parameter that is present is checked, even when its value is empty;
 //     an absent optional parameter is not checked and its default is not injected
@@ -59,41 +26,52 @@ func (e *ValidationError) Unwrap() []error {
 //   - int32 and int64 values must be plain base-10 integers (an optional sign, digits,
 //     nothing else), inside the type's range and inside minimum and maximum;
 //   - bool values must be exactly "true" or "false";
-//   - enum values must be one of the listed strings, compared exactly.
+//   - enum values must be one of the listed strings, compared exactly;
+//   - then a parameter the definition does not declare is refused (the first in name
+//     order).
 //
-// Every failing parameter is reported, in sorted name order, with the first rule it
-// breaks; params is not modified.
+// Use WithDeclaration first so that the order and the wording are the plugin's own;
+// params is not modified.
 func (d Definition) Validate(params map[string]string) error {
-	names := make([]string, 0, len(params)+len(d.Parameters))
+	if err := sdk.CheckParams(d.Parameters, params); err != nil {
+		return err
+	}
+	var unknown []string
 	for n := range params {
-		names = append(names, n)
-	}
-	for _, p := range d.Parameters {
-		if p.Required {
-			names = append(names, p.Name)
+		if _, declared := d.Param(n); !declared {
+			unknown = append(unknown, n)
 		}
 	}
-	slices.Sort(names)
-	names = slices.Compact(names)
-
-	var problems []*ParamError
-	for _, n := range names {
-		if problem := d.checkOne(n, params); problem != "" {
-			problems = append(problems, &ParamError{Param: n, Problem: problem})
-		}
-	}
-	if len(problems) == 0 {
+	if len(unknown) == 0 {
 		return nil
 	}
-	return &ValidationError{Definition: d.ID, Problems: problems}
+	n := slices.Min(unknown)
+	return &ParamError{Param: n, Message: "parameter " + n + ": unknown parameter for " + d.ID}
 }
 
-// checkOne returns what is wrong with parameter name, or "".
-func (d Definition) checkOne(name string, params map[string]string) string {
-	p, declared := d.Param(name)
-	if !declared {
-		return "unknown parameter for " + d.ID
+// WithDeclaration returns a copy of d whose parameters are checked the way action a
+// checks its own: in a's declaration order (parameters a does not declare follow, by
+// name) and with a's Messages for the parameters both name. The agent applies it once
+// a definition is known to agree with the action it runs, so that `exec DEFINITION-ID`
+// refuses a value with the very row `exec PLUGIN ACTION` and the fleet path would.
+func (d Definition) WithDeclaration(a sdk.Action) Definition {
+	c := d.clone()
+	rank := func(p Parameter) int {
+		if i := slices.IndexFunc(a.Params, func(ap sdk.Parameter) bool { return ap.Name == p.Name }); i >= 0 {
+			return i
+		}
+		return len(a.Params)
 	}
-	_, problem := p.CheckGiven(params)
-	return problem
+	slices.SortStableFunc(c.Parameters, func(x, y Parameter) int {
+		if rx, ry := rank(x), rank(y); rx != ry {
+			return rx - ry
+		}
+		return strings.Compare(x.Name, y.Name)
+	})
+	for i := range c.Parameters {
+		if ap, ok := a.Param(c.Parameters[i].Name); ok && len(ap.Messages) > 0 {
+			c.Parameters[i].Messages = maps.Clone(ap.Messages)
+		}
+	}
+	return c
 }

@@ -1,10 +1,13 @@
 package definition
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"strings"
 	"testing"
+
+	"github.com/yuzugo/yuzu/sdk"
 )
 
 // sampleYAML declares one parameter of every type and every rule, so that each rule
@@ -96,9 +99,9 @@ func TestValidateSample(t *testing.T) {
 	}{
 		{"only the required parameter", ok(nil), ""},
 		{"every parameter valid", ok(map[string]string{"format": "csv", "limit": "1000", "offset": "-5", "level": "3", "recursive": "true"}), ""},
-		{"required absent", map[string]string{}, "parameter name: required"},
-		{"required present but empty", map[string]string{"name": ""}, "parameter name: required"},
-		{"nil map", nil, "parameter name: required"},
+		{"required absent", map[string]string{}, "missing required parameter: name"},
+		{"required present but empty", map[string]string{"name": ""}, "missing required parameter: name"},
+		{"nil map", nil, "missing required parameter: name"},
 		{"unknown parameter", ok(map[string]string{"color": "red"}), "parameter color: unknown parameter for test.sample.run"},
 		{"unknown parameter with empty name", ok(map[string]string{"": "x"}), "parameter : unknown parameter for test.sample.run"},
 
@@ -143,10 +146,12 @@ func TestValidateSample(t *testing.T) {
 		{"bool one", ok(map[string]string{"recursive": "1"}), `parameter recursive: must be true or false (got "1")`},
 		{"bool empty", ok(map[string]string{"recursive": ""}), `parameter recursive: must be true or false (got "")`},
 
-		{"several problems sorted by name", map[string]string{"zeta": "1", "limit": "x", "color": "red", "recursive": "yes"},
-			`parameter color: unknown parameter for test.sample.run; parameter limit: not a valid int32: "x"; ` +
-				`parameter name: required; parameter recursive: must be true or false (got "yes"); ` +
-				`parameter zeta: unknown parameter for test.sample.run`},
+		// One row, as the plugin would answer: the first declared parameter that fails,
+		// and unknown parameters only once every declared one passes.
+		{"several problems: the first declared", map[string]string{"zeta": "1", "limit": "x", "color": "red", "recursive": "yes"},
+			`parameter limit: not a valid int32: "x"`},
+		{"several unknown: the first by name", map[string]string{"zeta": "1", "name": "ab", "color": "red"},
+			`parameter color: unknown parameter for test.sample.run`},
 		{"first failing rule per parameter", map[string]string{"name": "a b c d e f"}, "parameter name: exceeds maxLength 8 (11 bytes)"},
 	}
 	for _, c := range cases {
@@ -189,13 +194,13 @@ func TestValidateTags(t *testing.T) {
 		{"device.tags.set", map[string]string{"key": "env", "value": strings.Repeat("é", 224)}, ""},
 		{"device.tags.set", map[string]string{"key": "env", "value": strings.Repeat("v", 447) + "é"}, "parameter value: exceeds maxLength 448 (449 bytes)"},
 		{"device.tags.set", map[string]string{"key": "env", "color": "red"}, "parameter color: unknown parameter for device.tags.set"},
-		{"device.tags.set", map[string]string{"value": "prod"}, "parameter key: required"},
-		{"device.tags.set", map[string]string{"key": ""}, "parameter key: required"},
+		{"device.tags.set", map[string]string{"value": "prod"}, "missing required parameter: key"},
+		{"device.tags.set", map[string]string{"key": ""}, "missing required parameter: key"},
 		{"device.tags.get", map[string]string{"key": "env prod"}, ""}, // only set carries the pattern upstream
 		{"device.tags.get", map[string]string{"key": strings.Repeat("k", 65)}, "parameter key: exceeds maxLength 64 (65 bytes)"},
-		{"device.tags.get", map[string]string{}, "parameter key: required"},
+		{"device.tags.get", map[string]string{}, "missing required parameter: key"},
 		{"device.tags.delete", map[string]string{"key": "env", "value": "x"}, "parameter value: unknown parameter for device.tags.delete"},
-		{"device.tags.check", map[string]string{"key": ""}, "parameter key: required"},
+		{"device.tags.check", map[string]string{"key": ""}, "missing required parameter: key"},
 		{"device.tags.get_all", nil, ""},
 		{"device.tags.get_all", map[string]string{"key": "env"}, "parameter key: unknown parameter for device.tags.get_all"},
 		{"device.tags.clear", map[string]string{}, ""},
@@ -214,22 +219,19 @@ func TestValidateTags(t *testing.T) {
 	}
 }
 
-func TestValidationErrorTypes(t *testing.T) {
+func TestValidateErrorType(t *testing.T) {
 	d := mustSample(t)
 	err := d.Validate(map[string]string{"limit": "x"})
-	var ve *ValidationError
-	if !errors.As(err, &ve) {
-		t.Fatalf("error %v (%T) is not a *ValidationError", err, err)
-	}
-	if ve.Definition != "test.sample.run" || len(ve.Problems) != 2 {
-		t.Fatalf("ValidationError = %+v, want definition test.sample.run with 2 problems", ve)
-	}
 	var pe *ParamError
-	if !errors.As(err, &pe) || pe.Param != "limit" {
-		t.Errorf("errors.As(*ParamError) = %+v, want the first problem, limit", pe)
+	if !errors.As(err, &pe) || pe.Param != "limit" || pe.Rule != "type" {
+		t.Fatalf("Validate error %#v, want a *ParamError for limit, rule type (name, also missing, sorts after limit)", err)
 	}
 	if strings.Contains(err.Error(), "\n") {
 		t.Errorf("message spans lines: %q", err.Error())
+	}
+	err = d.Validate(map[string]string{"name": "ab", "zz": "1"})
+	if !errors.As(err, &pe) || pe.Param != "zz" || pe.Rule != "" {
+		t.Errorf("Validate error %#v, want a *ParamError for zz with no rule", err)
 	}
 }
 
@@ -247,9 +249,10 @@ func TestValidateHandBuilt(t *testing.T) {
 		want   string
 	}{
 		{map[string]string{"a": "x", "z": "12"}, "parameter a: the declared pattern is invalid: error parsing regexp: missing closing ): `(`"},
-		{map[string]string{"a": "", "z": "12x"}, "parameter a: required; parameter z: does not match pattern [0-9]+"},
-		{map[string]string{"a": "", "z": "1234"}, "parameter a: required; parameter z: exceeds maxLength 3 (4 bytes)"},
-		{map[string]string{"a": "", "m": "1.5"}, `parameter a: required; parameter m: declared with unknown type "float"`},
+		// In the order the parameters are listed, as the plugin checks its own.
+		{map[string]string{"a": "", "z": "12x"}, "parameter z: does not match pattern [0-9]+"},
+		{map[string]string{"a": "", "z": "1234"}, "parameter z: exceeds maxLength 3 (4 bytes)"},
+		{map[string]string{"a": "", "m": "1.5"}, "missing required parameter: a"},
 	}
 	for _, c := range cases {
 		err := d.Validate(c.params)
@@ -295,5 +298,43 @@ func BenchmarkValidate(b *testing.B) {
 		if err := set.Validate(params); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// WithDeclaration makes Validate answer what the plugin answers: the plugin's order
+// and its declared messages, with the definition's own rules.
+func TestValidateWithDeclaration(t *testing.T) {
+	d := mustSample(t)
+	p := sdk.New("sample", "1", "")
+	p.Handle("run", func(context.Context, *sdk.Request, *sdk.Output) (sdk.Result, error) { return sdk.Done(), nil },
+		sdk.Param("limit", sdk.TypeInt32, "", sdk.Default("10"), sdk.Minimum(1), sdk.Maximum(1000),
+			sdk.Message(sdk.RuleType, "limit must be a number, got {value}")),
+		sdk.Param("name", sdk.TypeString, "", sdk.Required(), sdk.MinLength(2), sdk.MaxLength(8),
+			sdk.Message(sdk.RuleRequired, "say who: name is required")),
+	)
+	a := p.Actions()[0]
+	w := d.WithDeclaration(a)
+	if got := []string{w.Parameters[0].Name, w.Parameters[1].Name, w.Parameters[2].Name}; got[0] != "limit" || got[1] != "name" || got[2] != "format" {
+		t.Errorf("order %q, want limit, name, then the rest by name", got)
+	}
+	cases := []struct {
+		params map[string]string
+		want   string
+	}{
+		{map[string]string{"limit": "x"}, "limit must be a number, got x"}, // limit first, as declared
+		{map[string]string{}, "say who: name is required"},
+		{map[string]string{"name": "ab", "recursive": "yes"}, `parameter recursive: must be true or false (got "yes")`},
+	}
+	for _, c := range cases {
+		err := w.Validate(c.params)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("Validate(%q) = %v, want %q", c.params, err, c.want)
+		}
+		if want := sdk.CheckParams(a.Params, c.params); want != nil && !strings.HasPrefix(c.want, "parameter recursive") && want.Error() != c.want {
+			t.Errorf("plugin answers %q for %q, the definition %q", want, c.params, c.want)
+		}
+	}
+	if _, ok := d.Param("limit"); !ok || d.Parameters[0].Name != "format" || d.Parameters[2].Messages != nil {
+		t.Errorf("WithDeclaration changed the definition it was called on: %+v", d.Parameters)
 	}
 }

@@ -1,12 +1,44 @@
 package host
 
 import (
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/internal/pluginv1"
 )
 
-// The conversions from the wire's types to the SDK's, for what a plugin says about
-// itself. A plugin built with an older SDK leaves the newer fields empty.
+// The host's conversions between the SDK's types and the wire's, in both directions
+// (the plugin side's are in package sdk, convert.go). A plugin built with an older SDK
+// leaves the newer fields empty.
+
+func commandToProto(cmd Command, invocation string) *pluginv1.ExecuteRequest {
+	req := &pluginv1.ExecuteRequest{CommandId: cmd.ID, Action: cmd.Action, Parameters: cmd.Params,
+		InvocationId: invocation, AcceptsProgress: cmd.OnProgress != nil}
+	if !cmd.Deadline.IsZero() {
+		req.Deadline = timestamppb.New(cmd.Deadline)
+	}
+	return req
+}
+
+func configToProto(cfg sdk.Config) *pluginv1.ConfigureRequest {
+	return &pluginv1.ConfigureRequest{
+		AgentId:      cfg.AgentID,
+		AgentVersion: cfg.AgentVersion,
+		DataDir:      cfg.DataDir,
+		LogLevel:     cfg.LogLevel,
+	}
+}
+
+// resultFromProto reads a command's result. A plugin not built with this SDK may
+// send numbers no one defined; they stop here.
+func resultFromProto(r *pluginv1.Result) sdk.Result {
+	return sdk.Result{
+		Code:         int(r.GetReturnCode()),
+		Status:       sdk.Status(r.GetStatus()).Known(),
+		Completeness: sdk.Completeness(r.GetCompleteness()).Known(),
+		Provenance:   r.GetProvenance(),
+	}
+}
 
 func manifestFromProto(pm *pluginv1.Manifest) Manifest {
 	m := Manifest{
@@ -14,6 +46,7 @@ func manifestFromProto(pm *pluginv1.Manifest) Manifest {
 		Version:     pm.GetVersion(),
 		Description: pm.GetDescription(),
 		SDKVersion:  pm.GetSdkVersion(),
+		Vendor:      pm.GetVendor(),
 	}
 	for _, a := range pm.GetActions() {
 		act := sdk.Action{
@@ -85,6 +118,16 @@ func parameterFromProto(p *pluginv1.Parameter) sdk.Parameter {
 		Minimum:     p.Minimum,
 		Maximum:     p.Maximum,
 		Clamped:     p.GetClamped(),
+	}
+	// A rule this SDK does not know would fail Compile; such a message is dropped
+	// rather than the whole manifest refused (the plugin's own check still uses it).
+	for r, text := range p.GetMessages() {
+		if sdk.Rule(r).Valid() {
+			if out.Messages == nil {
+				out.Messages = map[sdk.Rule]string{}
+			}
+			out.Messages[sdk.Rule(r)] = text
+		}
 	}
 	if p.MinLength != nil {
 		n := int(*p.MinLength)

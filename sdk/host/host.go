@@ -16,9 +16,9 @@ import (
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/definition"
 	"github.com/yuzugo/yuzu/sdk/internal/pluginv1"
 	"github.com/yuzugo/yuzu/sdk/internal/wire"
 )
@@ -63,7 +63,13 @@ type Manifest struct {
 	Version     string
 	Description string
 	SDKVersion  string
-	Actions     []sdk.Action
+	// Vendor is the plugin's prefix for derived definitions (sdk.Plugin.Vendor).
+	Vendor string
+	// Protocol is the plugin protocol version the host and the plugin agreed on at
+	// the go-plugin handshake (1 is yuzu.plugin.v1); the host fills it in, 0 when no
+	// handshake took place (ManifestOf, an in-process harness).
+	Protocol int
+	Actions  []sdk.Action
 	// Definitions are the InstructionDefinition files the plugin ships.
 	Definitions []sdk.DefinitionFile
 }
@@ -78,6 +84,17 @@ func (m Manifest) Action(name string) (sdk.Action, bool) {
 	return sdk.Action{}, false
 }
 
+// ServedDefinitions returns the definitions the plugin serves: the ones it ships and,
+// when it declares a vendor prefix, the ones derived from its declarations
+// (definition.Served). A plugin that ships none and derives none serves none; that is
+// no error.
+func (m Manifest) ServedDefinitions() ([]definition.Definition, error) {
+	if m.Vendor == "" && len(m.Definitions) == 0 {
+		return nil, nil
+	}
+	return definition.Served(m.Name, m.Vendor, m.Version, m.Actions, m.Definitions)
+}
+
 // ManifestOf returns the manifest p would send, without starting it: what the agent
 // would learn from Describe. Tests use it to check a plugin's declarations.
 func ManifestOf(p *sdk.Plugin) Manifest {
@@ -86,6 +103,7 @@ func ManifestOf(p *sdk.Plugin) Manifest {
 		Version:     p.Version,
 		Description: p.Description,
 		SDKVersion:  sdk.Version,
+		Vendor:      p.Vendor,
 		Actions:     p.Actions(),
 		Definitions: p.DefinitionFiles(),
 	}
@@ -97,6 +115,10 @@ type Command struct {
 	Action   string
 	Params   map[string]string
 	Deadline time.Time
+	// OnProgress, when set, receives the action's progress reports (sdk.Output's
+	// Progress) while it runs; total is 0 when unknown. The plugin sends none
+	// otherwise. It is called from Execute's goroutine, between row batches.
+	OnProgress func(done, total uint64, unit string)
 }
 
 // ErrNoResult means the plugin's stream ended without a result: the plugin died or
@@ -138,12 +160,7 @@ func (c *Client) Describe(ctx context.Context) (Manifest, error) {
 
 // Configure hands the plugin its configuration.
 func (c *Client) Configure(ctx context.Context, cfg sdk.Config) error {
-	_, err := c.rpc.Configure(ctx, &pluginv1.ConfigureRequest{
-		AgentId:      cfg.AgentID,
-		AgentVersion: cfg.AgentVersion,
-		DataDir:      cfg.DataDir,
-		LogLevel:     cfg.LogLevel,
-	})
+	_, err := c.rpc.Configure(ctx, configToProto(cfg))
 	return err
 }
 
@@ -163,11 +180,7 @@ func (c *Client) Execute(ctx context.Context, cmd Command, onRows func(rows []st
 	streamCtx, cancelStream := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelStream()
 	inv := strconv.FormatUint(c.seq.Add(1), 10)
-	req := &pluginv1.ExecuteRequest{CommandId: cmd.ID, Action: cmd.Action, Parameters: cmd.Params, InvocationId: inv}
-	if !cmd.Deadline.IsZero() {
-		req.Deadline = timestamppb.New(cmd.Deadline)
-	}
-	stream, err := c.rpc.Execute(streamCtx, req)
+	stream, err := c.rpc.Execute(streamCtx, commandToProto(cmd, inv))
 	if err != nil {
 		return sdk.Result{}, err
 	}
@@ -195,16 +208,13 @@ func (c *Client) Execute(ctx context.Context, cmd Command, onRows func(rows []st
 			if err := onRows(e.Rows.GetRows()); err != nil {
 				return sdk.Result{}, err
 			}
+		case *pluginv1.ExecuteResponse_Progress:
+			if cmd.OnProgress != nil {
+				p := e.Progress
+				cmd.OnProgress(p.GetDone(), p.GetTotal(), p.GetUnit())
+			}
 		case *pluginv1.ExecuteResponse_Result:
-			// A plugin not built with this SDK may send numbers no one defined;
-			// they stop here.
-			r := e.Result
-			return sdk.Result{
-				Code:         int(r.GetReturnCode()),
-				Status:       sdk.Status(r.GetStatus()).Known(),
-				Completeness: sdk.Completeness(r.GetCompleteness()).Known(),
-				Provenance:   r.GetProvenance(),
-			}, ctx.Err()
+			return resultFromProto(e.Result), ctx.Err()
 		default:
 			return sdk.Result{}, fmt.Errorf("plugin sent an unknown event %T", e)
 		}

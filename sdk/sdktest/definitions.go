@@ -5,22 +5,25 @@ import (
 
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/definition"
+	"github.com/yuzugo/yuzu/sdk/host"
 )
 
-// CheckDefinitions fails the test for every way the definitions p ships disagree with
+// CheckDefinitions fails the test for every way the definitions p serves disagree with
 // what p declares: each definition's plugin, action, parameters (names, types,
 // required, every rule), result columns and platforms, both ways, and every action
-// must have a definition. It is the check `yuzu-agent plugins add` applies before it
+// must have a definition. The definitions p serves are the ones it ships and, with
+// p.Vendor set, the ones the SDK derives for the other actions, overlays included
+// (definition.Served). It is the check `yuzu-agent plugins add` applies before it
 // trusts a plugin, so a plugin whose own tests call it is never refused for this.
 //
-// It returns the parsed definitions for further checks of the plugin's own.
+// It returns the definitions for further checks of the plugin's own.
 func CheckDefinitions(t testing.TB, p *sdk.Plugin) []definition.Definition {
 	t.Helper()
-	files := p.DefinitionFiles()
-	if len(files) == 0 {
-		t.Fatalf("sdktest: plugin %s ships no definitions (sdk.Plugin.Definitions)", p.Name)
+	m := host.ManifestOf(p)
+	if len(m.Definitions) == 0 && m.Vendor == "" {
+		t.Fatalf("sdktest: plugin %s ships no definitions (sdk.Plugin.Definitions) and derives none (sdk.Plugin.Vendor)", p.Name)
 	}
-	defs, err := definition.ParseFiles(files)
+	defs, err := m.ServedDefinitions()
 	if err != nil {
 		t.Fatalf("sdktest: plugin %s: its definitions do not parse:\n%v", p.Name, err)
 	}

@@ -29,6 +29,16 @@ import (
 type Outcome struct {
 	Rows   []string
 	Result sdk.Result
+	// Progress holds the progress reports the action sent (sdk.Output.Progress), in
+	// order. Reports closer together than the SDK's interval are dropped, so expect
+	// the first and the one that reaches the total, not every call.
+	Progress []Progress
+}
+
+// Progress is one progress report.
+type Progress struct {
+	Done, Total uint64
+	Unit        string
 }
 
 // String renders the outcome in the agent's capture format: the rows, then the
@@ -49,6 +59,8 @@ type Harness struct {
 	client *host.Client
 	// Client is the go-plugin client when the plugin runs as a child, else nil.
 	Client *plugin.Client
+	// protocol is the negotiated protocol version, 0 in process.
+	protocol int
 }
 
 // New serves p in process and configures it with cfg. The server stops when the test
@@ -98,7 +110,38 @@ func Start(t testing.TB, path string, cfg sdk.Config) *Harness {
 	if err != nil {
 		t.Fatalf("sdktest: dispense %s: %v", path, err)
 	}
-	h := &Harness{t: t, client: hc, Client: c}
+	h := &Harness{t: t, client: hc, Client: c, protocol: c.NegotiatedVersion()}
+	h.configure(cfg)
+	return h
+}
+
+// Attach connects to a plugin started by hand in debug mode (sdk.WithDebug), for
+// example under a debugger, and configures it with cfg. reattach is the
+// `YUZU_PLUGIN_REATTACH=...` line the plugin printed on stderr. The plugin keeps running
+// when the test ends; stop it yourself.
+func Attach(t testing.TB, reattach string, cfg sdk.Config) *Harness {
+	t.Helper()
+	rc, err := wire.DecodeReattach(reattach)
+	if err != nil {
+		t.Fatalf("sdktest: %v", err)
+	}
+	pc := host.ClientConfig(nil)
+	pc.Reattach = rc
+	// go-plugin negotiates nothing on a reattach: the set is the line's version's.
+	pc.Plugins = host.PluginSets()[rc.ProtocolVersion]
+	pc.AutoMTLS = false // the plugin in debug mode serves without TLS
+	pc.Logger = hclog.New(&hclog.LoggerOptions{Name: "sdktest", Level: hclog.Warn, Output: os.Stderr})
+	c := plugin.NewClient(pc)
+	t.Cleanup(c.Kill) // with Test set, Kill closes the connection and leaves the process
+	cp, err := c.Client()
+	if err != nil {
+		t.Fatalf("sdktest: attach: %v", err)
+	}
+	hc, err := host.Dispense(cp)
+	if err != nil {
+		t.Fatalf("sdktest: dispense: %v", err)
+	}
+	h := &Harness{t: t, client: hc, Client: c, protocol: c.NegotiatedVersion()}
 	h.configure(cfg)
 	return h
 }
@@ -135,6 +178,7 @@ func (h *Harness) Manifest() host.Manifest {
 	if err != nil {
 		h.t.Fatalf("sdktest: describe: %v", err)
 	}
+	m.Protocol = h.protocol
 	return m
 }
 
@@ -163,6 +207,11 @@ func (h *Harness) RunContext(ctx context.Context, action string, params map[stri
 // Execute runs a command and returns its outcome or the protocol error.
 func (h *Harness) Execute(ctx context.Context, cmd host.Command) (Outcome, error) {
 	var o Outcome
+	if cmd.OnProgress == nil {
+		cmd.OnProgress = func(done, total uint64, unit string) {
+			o.Progress = append(o.Progress, Progress{Done: done, Total: total, Unit: unit})
+		}
+	}
 	res, err := h.client.Execute(ctx, cmd, func(rows []string) error {
 		o.Rows = append(o.Rows, rows...)
 		return nil

@@ -19,8 +19,8 @@ func TestOutcomeString(t *testing.T) {
 	}{
 		{Outcome{}, "[result_status] UNDECLARED / UNKNOWN\n"},
 		{Outcome{Rows: []string{"a|b", "c"}}, "a|b\nc\n[result_status] UNDECLARED / UNKNOWN\n"},
-		{Outcome{Rows: []string{"error|x"}, Result: sdk.Failed()}, "error|x\n[result_status] UNDECLARED / UNKNOWN\n[rc] 1\n"},
-		{Outcome{Result: sdk.Constrained("tags:persist_failed")}, "[result_status] CONSTRAINED / PARTIAL / tags:persist_failed\n"},
+		{Outcome{Rows: []string{"error|x"}, Result: sdk.Result{Code: 1}}, "error|x\n[result_status] UNDECLARED / UNKNOWN\n[rc] 1\n"},
+		{Outcome{Result: sdk.Partial("tags:persist_failed")}, "[result_status] CONSTRAINED / PARTIAL / tags:persist_failed\n"},
 		{Outcome{Result: sdk.Result{Code: 2, Status: sdk.StatusOK, Completeness: sdk.CompletenessFull}}, "[result_status] OK / FULL\n[rc] 2\n"},
 	}
 	for _, c := range cases {
@@ -85,7 +85,7 @@ func TestInProcessHarness(t *testing.T) {
 	p := sdk.New("harness", "1", "")
 	p.Handle("echo", func(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 		out.Row("v", req.Params.Get("v", "absent"), req.Config.AgentID)
-		return sdk.Undeclared(), nil
+		return sdk.Done(), nil
 	})
 	h := New(t, p, sdk.Config{AgentID: "a1"})
 	if h.Client != nil {
@@ -104,5 +104,25 @@ func TestInProcessHarness(t *testing.T) {
 	}
 	if m := h.Manifest(); m.Name != "harness" || len(m.Actions) != 1 {
 		t.Errorf("manifest %+v", m)
+	}
+}
+
+// Progress reaches the harness: the first report and the one reaching the total are
+// never dropped, whatever the interval between them.
+func TestProgressReports(t *testing.T) {
+	p := sdk.New("progress", "1", "")
+	p.Handle("count", func(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
+		for i := int64(1); i <= 3; i++ {
+			out.Progress(i, 3, "files\n")
+		}
+		out.Row("counted", "3")
+		return sdk.Done(), nil
+	})
+	o := New(t, p, sdk.Config{}).Run("count", nil)
+	if len(o.Progress) < 2 || o.Progress[0] != (Progress{1, 3, `files\x0a`}) || o.Progress[len(o.Progress)-1] != (Progress{3, 3, `files\x0a`}) {
+		t.Errorf("progress %+v, want 1/3 first and 3/3 last, the unit escaped", o.Progress)
+	}
+	if len(o.Rows) != 1 || o.Rows[0] != "counted|3" {
+		t.Errorf("rows %q: progress must never be a row", o.Rows)
 	}
 }

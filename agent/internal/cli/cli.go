@@ -43,6 +43,7 @@ commands:
                                        check that its definitions agree with its declarations
   plugins remove NAME                  stop trusting a plugin: drop its line and its binary
   describe PLUGIN                      print a plugin's actions, parameters, rows, definitions
+  describe PLUGIN --definitions        print the definitions it serves as YAML (a starting file)
   run                                  connect to the fleet server and run its commands until
                                        SIGINT or SIGTERM (docs/fleet.md)
   version                              print the version
@@ -107,6 +108,8 @@ type config struct {
 	logFormat  string
 	version    bool
 	help       bool
+	// definitions is describe's --definitions: print the definitions as YAML.
+	definitions bool
 
 	// run's flags, as given; runFleet checks them.
 	server          string
@@ -183,6 +186,9 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 			continue
 		case "help":
 			cfg.help = true
+			continue
+		case "definitions":
+			cfg.definitions = true
 			continue
 		}
 		if _, ok := boolFlags[name]; ok {
@@ -362,10 +368,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	defer watchDumps(log)()
 
+	if cfg.definitions && pos[0] != "describe" {
+		return usageExit(stderr, usagef("--definitions belongs to describe"))
+	}
 	var code int
 	switch pos[0] {
 	case "exec":
-		code, err = runExec(ctx, cfg, log, pos[1:], stdout)
+		code, err = runExec(ctx, cfg, log, pos[1:], stdout, stderr)
 	case "plugins":
 		code, err = runPlugins(ctx, cfg, log, pos[1:], stdout, stderr)
 	case "describe":

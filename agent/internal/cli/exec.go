@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
@@ -86,6 +88,9 @@ func resolveDefinition(ctx context.Context, cfg *config, sup *supervisor.Supervi
 	if !def.SupportsPlatform(runtime.GOOS) {
 		return fmt.Errorf("definition %s is not available on %s (platforms: %s)", def.ID, runtime.GOOS, strings.Join(def.Platforms, ", "))
 	}
+	if err := def.CheckAgentVersion(Version); err != nil {
+		return err
+	}
 	m, err := sup.Describe(ctx, def.Plugin)
 	if err != nil {
 		return err
@@ -99,8 +104,13 @@ func resolveDefinition(ctx context.Context, cfg *config, sup *supervisor.Supervi
 	if len(problems) > 0 {
 		return fmt.Errorf("definition %s disagrees with plugin %s %s: %v", def.ID, m.Name, m.Version, problems[0])
 	}
+	// The plugin's order and messages, so the refusal is the very row the plugin
+	// itself would answer on `exec PLUGIN ACTION` or from the fleet server.
+	if a, ok := m.Action(def.Action); ok {
+		def = def.WithDeclaration(a)
+	}
 	if err := def.Validate(t.params); err != nil {
-		return fmt.Errorf("%s: %w", def.ID, err)
+		return err
 	}
 	if !cfg.timeoutSet && def.TTL() > 0 {
 		cfg.timeout = def.TTL()
@@ -162,16 +172,13 @@ func containsSegment(id, name string) bool {
 	return false
 }
 
-// pluginDefinitions returns the definitions plugin n serves.
+// pluginDefinitions returns the definitions plugin n serves, derived ones included.
 func pluginDefinitions(ctx context.Context, sup *supervisor.Supervisor, n string) ([]definition.Definition, error) {
 	m, err := sup.Describe(ctx, n)
 	if err != nil {
 		return nil, err
 	}
-	if len(m.Definitions) == 0 {
-		return nil, nil
-	}
-	defs, err := definition.ParseFiles(m.Definitions)
+	defs, err := m.ServedDefinitions()
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s serves definitions that do not parse: %w", n, err)
 	}
@@ -180,7 +187,7 @@ func pluginDefinitions(ctx context.Context, sup *supervisor.Supervisor, n string
 
 // runExec runs one command through the dispatcher and the supervisor, exactly as a
 // command from the fleet server would go, and prints it in the capture format.
-func runExec(ctx context.Context, cfg config, log hclog.Logger, args []string, stdout io.Writer) (int, error) {
+func runExec(ctx context.Context, cfg config, log hclog.Logger, args []string, stdout, stderr io.Writer) (int, error) {
 	out := capture.New(stdout)
 	t, err := parseTarget(args)
 	if err != nil {
@@ -197,12 +204,25 @@ func runExec(ctx context.Context, cfg config, log hclog.Logger, args []string, s
 		}
 	}
 	d := dispatch.New(sup, dispatch.Options{})
-	res, err := d.Do(ctx, supervisor.Request{
+	req := supervisor.Request{
 		Plugin:  t.plugin,
 		Action:  t.action,
 		Params:  t.params,
 		Timeout: cfg.timeout,
-	}, out.Rows)
+	}
+	onRows := out.Rows
+	if isTerminal(stderr) {
+		// Rows and progress may share one terminal: a row never lands after the
+		// progress text.
+		p := &progressLine{w: stderr}
+		req.OnProgress = p.show
+		onRows = func(batch []string) error {
+			p.clear()
+			return out.Rows(batch)
+		}
+		defer p.clear()
+	}
+	res, err := d.Do(ctx, req, onRows)
 	if err != nil {
 		return out.AgentError(agentMessage(err)), nil
 	}
@@ -263,4 +283,48 @@ func agentID(cfg config) (string, error) {
 		return "", fmt.Errorf("agent id file %s holds bytes that are not printable UTF-8", path)
 	}
 	return id, nil
+}
+
+// isTerminal reports whether w is a character device, such as the terminal a person
+// watches; progress is for people, so a pipe or a file never gets it.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// progressLine keeps one line of stderr up to date with a command's progress, e.g.
+// `progress: 1200/5000 files`, rewriting it in place, and erases it at the end so that
+// only the answer remains.
+type progressLine struct {
+	mu    sync.Mutex
+	w     io.Writer
+	shown bool
+}
+
+func (p *progressLine) show(done, total uint64, unit string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	text := fmt.Sprintf("progress: %d", done)
+	if total > 0 {
+		text += fmt.Sprintf("/%d", total)
+	}
+	if unit != "" {
+		text += " " + rows.Printable(unit)
+	}
+	// \r back to the start, the text, then erase what a longer earlier line left.
+	fmt.Fprintf(p.w, "\r%s\x1b[K", text)
+	p.shown = true
+}
+
+func (p *progressLine) clear() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		fmt.Fprint(p.w, "\r\x1b[K")
+		p.shown = false
+	}
 }

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/yuzugo/yuzu/agent/internal/manifest"
 	"github.com/yuzugo/yuzu/agent/supervisor"
+	"github.com/yuzugo/yuzu/definitions"
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/atomicfile"
 	"github.com/yuzugo/yuzu/sdk/definition"
@@ -56,13 +59,17 @@ func runPlugins(ctx context.Context, cfg config, log hclog.Logger, args []string
 	defer cancel()
 	sup.Start(ctx)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tVERSION\tSTATE\tRESTARTS\tLAST ERROR\tACTIONS")
+	fmt.Fprintln(tw, "NAME\tVERSION\tPROTOCOL\tSTATE\tRESTARTS\tLAST ERROR\tACTIONS")
 	code := exitOK
 	for _, st := range sup.Status() {
 		if st.State != supervisor.StateRunning {
 			code = exitFail
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", cell(st.Name), cell(st.Version), st.State, st.Restarts,
+		protocol := "-"
+		if st.Protocol > 0 {
+			protocol = strconv.Itoa(st.Protocol)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", cell(st.Name), cell(st.Version), protocol, st.State, st.Restarts,
 			cell(st.LastError), cell(strings.Join(st.Actions, ",")))
 	}
 	if err := tw.Flush(); err != nil {
@@ -97,8 +104,34 @@ func runDescribe(ctx context.Context, cfg config, log hclog.Logger, args []strin
 		fmt.Fprintln(stderr, "yuzu-agent:", rows.Printable(err.Error()))
 		return exitFail, nil
 	}
+	if cfg.definitions {
+		return printDefinitions(stdout, stderr, m), nil
+	}
 	printManifest(stdout, m)
 	return exitOK, nil
+}
+
+// printDefinitions writes the definitions a plugin serves as one YAML stream, a
+// starting file for the plugin's own definitions directory. The YAML library quotes
+// every string that needs it, so plugin-supplied text cannot break the stream.
+func printDefinitions(stdout, stderr io.Writer, m host.Manifest) int {
+	defs, err := m.ServedDefinitions()
+	if err == nil && len(defs) == 0 {
+		err = fmt.Errorf("plugin %s ships no definitions and declares no vendor prefix to derive them with", m.Name)
+	}
+	var data []byte
+	if err == nil {
+		data, err = definition.Marshal(defs)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "yuzu-agent:", printableLines(err.Error()))
+		return exitFail
+	}
+	fmt.Fprintf(stdout, "# The InstructionDefinitions plugin %s %s serves (yuzu-agent describe %s --definitions).\n", cell(m.Name), cell(m.Version), cell(m.Name))
+	if _, err := stdout.Write(data); err != nil {
+		return exitFail
+	}
+	return exitOK
 }
 
 // printManifest writes a plugin's manifest for people: identity, then per action its
@@ -106,8 +139,12 @@ func runDescribe(ctx context.Context, cfg config, log hclog.Logger, args []strin
 // columns, then the definitions it ships.
 func printManifest(w io.Writer, m host.Manifest) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	p("name: %s\nversion: %s\ndescription: %s\nsdk_version: %s\nactions:\n",
-		cell(m.Name), cell(m.Version), cell(m.Description), cell(m.SDKVersion))
+	p("name: %s\nversion: %s\ndescription: %s\nsdk_version: %s\nprotocol: %d\n",
+		cell(m.Name), cell(m.Version), cell(m.Description), cell(m.SDKVersion), m.Protocol)
+	if m.Vendor != "" {
+		p("vendor: %s\n", cell(m.Vendor))
+	}
+	p("actions:\n")
 	for _, a := range m.Actions {
 		p("  %s: %s\n", cell(a.Name), cell(a.Description))
 		p("    support: linux=%s darwin=%s windows=%s\n", support(a.Linux), support(a.Darwin), support(a.Windows))
@@ -124,9 +161,9 @@ func printManifest(w io.Writer, m host.Manifest) {
 		}
 		p("    columns: %s\n", cell(strings.Join(columnNames(a.Columns), ", ")))
 	}
-	if len(m.Definitions) > 0 {
+	if len(m.Definitions) > 0 || m.Vendor != "" {
 		p("definitions:\n")
-		defs, err := definition.ParseFiles(m.Definitions)
+		defs, err := m.ServedDefinitions()
 		if err != nil {
 			p("  (do not parse: %s)\n", cell(err.Error()))
 		}
@@ -253,19 +290,25 @@ func addPlugin(ctx context.Context, cfg config, log hclog.Logger, file string, s
 		}
 		_ = old.Write(cfg.pluginDir)
 	})
-	m, err := describeNew(ctx, cfg, log, name)
+	m, others, err := describeNew(ctx, cfg, log, name, stderr)
 	if err != nil {
 		rollback()
 		return fail("%s does not work as a yuzu plugin; the plugin dir is unchanged: %v", dest, err)
 	}
-	defs, problems := checkShipped(m)
-	if len(problems) > 0 {
+	refuse := func(why string, problems []string) int {
 		rollback()
 		var b strings.Builder
 		for _, p := range problems {
 			b.WriteString("\n  " + rows.Printable(p))
 		}
-		return fail("%s %s: its definitions disagree with its declarations; the plugin dir is unchanged:%s", m.Name, m.Version, b.String())
+		return fail("%s %s: %s; the plugin dir is unchanged:%s", m.Name, m.Version, why, b.String())
+	}
+	defs, problems := checkShipped(m)
+	if len(problems) > 0 {
+		return refuse("its definitions disagree with its declarations", problems)
+	}
+	if problems := shippingRules(m, defs, others); len(problems) > 0 {
+		return refuse("its definitions cannot ship", problems)
 	}
 	fmt.Fprintf(stdout, "added %s: %s %s, %d actions, %d definitions, sha256 %s\n", rows.Printable(dest), cell(m.Name), cell(m.Version),
 		len(m.Actions), len(defs), hex.EncodeToString(sum[:]))
@@ -282,25 +325,73 @@ func printableLines(msg string) string {
 	return strings.Join(lines, "\n")
 }
 
-// describeNew starts the plugin once and returns its manifest.
-func describeNew(ctx context.Context, cfg config, log hclog.Logger, name string) (host.Manifest, error) {
+// describeNew starts the plugin once and returns its manifest, with the definitions
+// every other plugin serves (by plugin name) and the agent's workflows (under
+// "workflows"), for shippingRules. Another plugin that cannot be asked is named on
+// stderr and left out: it must not keep a working plugin from being added.
+func describeNew(ctx context.Context, cfg config, log hclog.Logger, name string, stderr io.Writer) (host.Manifest, map[string][]definition.Definition, error) {
 	sup, err := newSupervisor(cfg, log)
 	if err != nil {
-		return host.Manifest{}, err
+		return host.Manifest{}, nil, err
 	}
 	defer sup.Close()
 	ctx, cancel := context.WithTimeout(ctx, startWait)
 	defer cancel()
-	return sup.Describe(ctx, name)
+	m, err := sup.Describe(ctx, name)
+	if err != nil {
+		return host.Manifest{}, nil, err
+	}
+	others := map[string][]definition.Definition{}
+	if wfs, err := definitions.Workflows(); err == nil {
+		others[workflowsOwner] = wfs
+	}
+	for _, n := range sup.Plugins() {
+		if n == name {
+			continue
+		}
+		defs, err := pluginDefinitions(ctx, sup, n)
+		if err != nil {
+			fmt.Fprintln(stderr, "yuzu-agent: plugins add: warning: definition ids not checked against plugin "+rows.Printable(n)+": "+printableLines(err.Error()))
+			continue
+		}
+		others[n] = defs
+	}
+	return m, others, nil
+}
+
+// workflowsOwner names the agent's own workflow definitions among the owners of ids.
+const workflowsOwner = "the agent's workflows"
+
+// shippingRules lists what keeps a plugin's definitions from shipping: an id another
+// plugin (or a workflow) already serves, naming both, and a minAgentVersion newer than
+// this agent, naming both versions (docs/agent.md#adding-a-plugin).
+func shippingRules(m host.Manifest, defs []definition.Definition, others map[string][]definition.Definition) []string {
+	var problems []string
+	owners := slices.Sorted(maps.Keys(others))
+	for _, d := range defs {
+		for _, o := range owners {
+			if slices.ContainsFunc(others[o], func(od definition.Definition) bool { return od.ID == d.ID }) {
+				problems = append(problems, fmt.Sprintf("definition %s of plugin %s: the id is already served by %s", d.ID, m.Name, pluginOwner(o)))
+			}
+		}
+		if err := d.CheckAgentVersion(Version); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	return problems
+}
+
+func pluginOwner(o string) string {
+	if o == workflowsOwner {
+		return o
+	}
+	return "plugin " + o
 }
 
 // checkShipped parses a plugin's definitions and lists how they disagree with its
 // declarations (no problems: the definitions are fine, possibly none).
 func checkShipped(m host.Manifest) (defs []definition.Definition, problems []string) {
-	if len(m.Definitions) == 0 {
-		return nil, nil
-	}
-	defs, err := definition.ParseFiles(m.Definitions)
+	defs, err := m.ServedDefinitions()
 	if err != nil {
 		return nil, []string{err.Error()}
 	}

@@ -19,7 +19,7 @@ func main() {
 
 func newPlugin() *sdk.Plugin {
 	p := sdk.New("crasher", "0.0.1", "Integration test plugin: dies mid-command on request")
-	leg := sdk.Supported(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "in_process"})
+	leg := sdk.OnAll(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "in_process"})
 	p.Handle("ok", ok, sdk.Describe("Answers ok|crasher"), leg)
 	p.Handle("crash", crash, sdk.Describe("Writes row before|crash, makes sure it reached the agent, then exits with status 3"), leg)
 	p.Handle("kill", kill, sdk.Describe("Writes row before|kill, makes sure it reached the agent, then kills itself (SIGKILL)"), leg)
@@ -30,7 +30,7 @@ func newPlugin() *sdk.Plugin {
 
 func ok(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	out.Row("ok", "crasher")
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 // flushRow writes a row shortly before the process dies. The SDK sends a row at once
@@ -47,7 +47,7 @@ func flushRow(out *sdk.Output, kind, field string) {
 func crash(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	flushRow(out, "before", "crash")
 	os.Exit(3)
-	return sdk.Undeclared(), nil // not reached
+	return sdk.Done(), nil // not reached
 }
 
 func kill(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
@@ -56,7 +56,7 @@ func kill(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error
 		_ = self.Kill() // SIGKILL on Unix
 	}
 	time.Sleep(time.Minute) // the signal is delivered before this ends
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 // logs writes one info line through the plugin's logger and one stray line on stdout,
@@ -65,7 +65,7 @@ func logs(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, err
 	req.Log.Info("crasher says hello", "answer", 42)
 	fmt.Println("stray line from a handler")
 	out.Row("logged", "yes")
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 func panics(context.Context, *sdk.Request, *sdk.Output) (sdk.Result, error) {

@@ -18,7 +18,7 @@ func main() {
 
 func newPlugin() *sdk.Plugin {
 	p := sdk.New("hostile", "0.0.1", "Integration test plugin: hostile rows and provenance, processes left behind")
-	leg := sdk.Supported(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "in_process"})
+	leg := sdk.OnAll(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "in_process"})
 	p.Handle("ok", ok, sdk.Describe("Answers ok|hostile"), leg)
 	p.Handle("forge", forge, sdk.Describe("Writes rows with invalid UTF-8 and control bytes and a provenance that tries to forge lines"), leg)
 	p.Handle("badprov", badProvenance, sdk.Describe("Returns a provenance that is not valid UTF-8"), leg)
@@ -33,7 +33,7 @@ func newPlugin() *sdk.Plugin {
 
 func ok(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	out.Row("ok", "hostile")
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 // forgedProvenance is what forge returns as its provenance: were it printed raw, the
@@ -44,10 +44,10 @@ func forge(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, erro
 	out.Row("bad", "bad\xff")
 	// ESC starting a colour sequence, NUL, DEL and the one-character CSI (U+009B).
 	out.Row("ctl", "a\x1b[31mred\x00z\x7f\u009b.")
-	return sdk.Constrained(forgedProvenance), nil
+	return sdk.Partial(forgedProvenance), nil
 }
 
 func badProvenance(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	out.Row("before", "badprov")
-	return sdk.Constrained("hostile:\xff"), nil
+	return sdk.Partial("hostile:\xff"), nil
 }

@@ -18,11 +18,11 @@ func main() {
 	p := sdk.New("mismatch", "0.0.1", "Integration test plugin: its definition disagrees with its declaration")
 	p.Handle("echo", func(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 		out.Row("echo", req.Params.Get("name", ""))
-		return sdk.Undeclared(), nil
+		return sdk.Done(), nil
 	},
 		sdk.Param("name", sdk.TypeString, "anything", sdk.MaxLength(10)),
 		sdk.Row("echo", "name"),
-		sdk.Supported(sdk.OSSupport{Level: sdk.SupportSupported}),
+		sdk.OnAll(sdk.OSSupport{Level: sdk.SupportSupported}),
 	)
 	p.Definitions(definitions, "definitions")
 	sdk.Serve(p)

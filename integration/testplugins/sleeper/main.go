@@ -21,7 +21,7 @@ func main() {
 
 func newPlugin() *sdk.Plugin {
 	p := sdk.New("sleeper", "0.0.1", "Integration test plugin: sleeps, streams rows, reports its environment")
-	leg := sdk.Supported(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "in_process"})
+	leg := sdk.OnAll(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "in_process"})
 	p.Handle("ok", ok, sdk.Describe("Answers ok|sleeper"), leg)
 	p.Handle("sleep", sleep, sdk.Describe("Sleeps seconds=N ignoring cancellation: the agent must kill it"), leg)
 	p.Handle("sleep_ctx", sleepCtx, sdk.Describe("Sleeps seconds=N or until the command is cancelled"), leg)
@@ -34,7 +34,7 @@ func newPlugin() *sdk.Plugin {
 
 func ok(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	out.Row("ok", "sleeper")
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 // seconds reads the seconds parameter as a decimal number (0.2 is allowed, unlike
@@ -70,7 +70,7 @@ var active atomic.Int64
 
 func activeSleeps(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	out.Row("active", strconv.FormatInt(active.Load(), 10))
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 func sleep(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
@@ -84,7 +84,7 @@ func sleep(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, er
 	// Deliberately blind to ctx: this is the hung handler the supervisor must kill.
 	time.Sleep(d)
 	out.Row("slept", d.String())
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 func sleepCtx(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
@@ -100,7 +100,7 @@ func sleepCtx(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Resul
 	select {
 	case <-t.C:
 		out.Row("slept", d.String())
-		return sdk.Undeclared(), nil
+		return sdk.Done(), nil
 	case <-ctx.Done():
 		return out.Fail("cancelled: " + ctx.Err().Error()), nil
 	}
@@ -117,7 +117,7 @@ func manyRows(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result,
 	for i := range n {
 		out.Row("row", strconv.Itoa(i), payload)
 	}
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 func env(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
@@ -127,10 +127,10 @@ func env(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error)
 		k, v, _ := strings.Cut(kv, "=")
 		out.Row("env", k, v)
 	}
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 func pid(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	out.Row("pid", strconv.Itoa(os.Getpid()), strconv.Itoa(os.Getppid()))
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }

@@ -82,6 +82,9 @@ type Request struct {
 	Bounds Bounds
 	// Workers is the number of parallel hashers; 0 means two per CPU.
 	Workers int
+	// Progress, when set, is called from the walker with the number of entries
+	// visited so far, after each one (the action reports it as progress).
+	Progress func(visited int64)
 }
 
 // Reason says why a walk ended early, or ReasonNone.
@@ -206,6 +209,7 @@ type engine struct {
 	maxDepth int
 	table    *mounts.Table
 	workers  int
+	progress func(visited int64)
 
 	jobs chan job
 	wg   sync.WaitGroup
@@ -257,6 +261,7 @@ func newEngine(req Request) *engine {
 		maxDepth: req.MaxDepth,
 		table:    req.Mounts,
 		workers:  w,
+		progress: req.Progress,
 		jobs:     make(chan job, 4*w),
 		stopCh:   make(chan struct{}),
 	}
@@ -292,7 +297,10 @@ func (e *engine) nextEntry() bool {
 		e.trip(ReasonFileCap)
 		return false
 	}
-	e.visited.Add(1)
+	n := e.visited.Add(1)
+	if e.progress != nil {
+		e.progress(n)
+	}
 	return true
 }
 

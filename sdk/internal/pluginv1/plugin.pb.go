@@ -430,7 +430,10 @@ type Manifest struct {
 	Actions []*Action `protobuf:"bytes,5,rep,name=actions,proto3" json:"actions,omitempty"`
 	// The InstructionDefinitions (YAML) the plugin ships with, served so that an agent
 	// learns a plugin's definitions from the verified binary itself.
-	Definitions   []*DefinitionFile `protobuf:"bytes,7,rep,name=definitions,proto3" json:"definitions,omitempty"`
+	Definitions []*DefinitionFile `protobuf:"bytes,7,rep,name=definitions,proto3" json:"definitions,omitempty"`
+	// The prefix of the ids of the definitions the SDK derives from the declarations
+	// (`<vendor>.<plugin>.<action>`), e.g. `example`; empty when the plugin derives none.
+	Vendor        string `protobuf:"bytes,8,opt,name=vendor,proto3" json:"vendor,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -505,6 +508,13 @@ func (x *Manifest) GetDefinitions() []*DefinitionFile {
 		return x.Definitions
 	}
 	return nil
+}
+
+func (x *Manifest) GetVendor() string {
+	if x != nil {
+		return x.Vendor
+	}
+	return ""
 }
 
 // DefinitionFile is one YAML file of InstructionDefinitions, as embedded in the plugin.
@@ -692,7 +702,11 @@ type Parameter struct {
 	// the action instead of being refused.
 	Clamped bool `protobuf:"varint,12,opt,name=clamped,proto3" json:"clamped,omitempty"`
 	// A short human label.
-	DisplayName   string `protobuf:"bytes,13,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
+	DisplayName string `protobuf:"bytes,13,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
+	// The action's own error text per rule (keyed by the rule's name: required, type,
+	// minLength, maxLength, pattern, enum, minimum, maximum), so that the agent refuses a
+	// value with the very row the plugin would. `{name}` and `{value}` are filled in.
+	Messages      map[string]string `protobuf:"bytes,14,rep,name=messages,proto3" json:"messages,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -816,6 +830,13 @@ func (x *Parameter) GetDisplayName() string {
 		return x.DisplayName
 	}
 	return ""
+}
+
+func (x *Parameter) GetMessages() map[string]string {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
 }
 
 // RowKind declares one kind of row an action writes: the literal first field and the
@@ -1115,9 +1136,12 @@ type ExecuteRequest struct {
 	Deadline *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=deadline,proto3" json:"deadline,omitempty"`
 	// Unique per Execute call on one connection, chosen by the agent; Cancel names it.
 	// Empty means the command can only be cancelled by cancelling its stream.
-	InvocationId  string `protobuf:"bytes,5,opt,name=invocation_id,json=invocationId,proto3" json:"invocation_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	InvocationId string `protobuf:"bytes,5,opt,name=invocation_id,json=invocationId,proto3" json:"invocation_id,omitempty"`
+	// The agent understands Progress events. A plugin sends none unless it is set: an
+	// agent that predates them would take an unknown event for a broken plugin.
+	AcceptsProgress bool `protobuf:"varint,6,opt,name=accepts_progress,json=acceptsProgress,proto3" json:"accepts_progress,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ExecuteRequest) Reset() {
@@ -1185,6 +1209,13 @@ func (x *ExecuteRequest) GetInvocationId() string {
 	return ""
 }
 
+func (x *ExecuteRequest) GetAcceptsProgress() bool {
+	if x != nil {
+		return x.AcceptsProgress
+	}
+	return false
+}
+
 // ExecuteResponse is one event of a command's stream.
 type ExecuteResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1192,6 +1223,7 @@ type ExecuteResponse struct {
 	//
 	//	*ExecuteResponse_Rows
 	//	*ExecuteResponse_Result
+	//	*ExecuteResponse_Progress
 	Event         isExecuteResponse_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1252,6 +1284,15 @@ func (x *ExecuteResponse) GetResult() *Result {
 	return nil
 }
 
+func (x *ExecuteResponse) GetProgress() *Progress {
+	if x != nil {
+		if x, ok := x.Event.(*ExecuteResponse_Progress); ok {
+			return x.Progress
+		}
+	}
+	return nil
+}
+
 type isExecuteResponse_Event interface {
 	isExecuteResponse_Event()
 }
@@ -1264,9 +1305,79 @@ type ExecuteResponse_Result struct {
 	Result *Result `protobuf:"bytes,2,opt,name=result,proto3,oneof"`
 }
 
+type ExecuteResponse_Progress struct {
+	Progress *Progress `protobuf:"bytes,3,opt,name=progress,proto3,oneof"`
+}
+
 func (*ExecuteResponse_Rows) isExecuteResponse_Event() {}
 
 func (*ExecuteResponse_Result) isExecuteResponse_Event() {}
+
+func (*ExecuteResponse_Progress) isExecuteResponse_Event() {}
+
+// Progress says how far a long action has come. It is advice for whoever watches:
+// never a row, never part of the answer.
+type Progress struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Units done so far, and the total when known (0: unknown).
+	Done  uint64 `protobuf:"varint,1,opt,name=done,proto3" json:"done,omitempty"`
+	Total uint64 `protobuf:"varint,2,opt,name=total,proto3" json:"total,omitempty"`
+	// What is counted, e.g. "files" or "bytes".
+	Unit          string `protobuf:"bytes,3,opt,name=unit,proto3" json:"unit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Progress) Reset() {
+	*x = Progress{}
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Progress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Progress) ProtoMessage() {}
+
+func (x *Progress) ProtoReflect() protoreflect.Message {
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Progress.ProtoReflect.Descriptor instead.
+func (*Progress) Descriptor() ([]byte, []int) {
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *Progress) GetDone() uint64 {
+	if x != nil {
+		return x.Done
+	}
+	return 0
+}
+
+func (x *Progress) GetTotal() uint64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *Progress) GetUnit() string {
+	if x != nil {
+		return x.Unit
+	}
+	return ""
+}
 
 // RowBatch carries rows in the order the action wrote them. Batches are bounded in
 // rows and bytes by the SDK.
@@ -1279,7 +1390,7 @@ type RowBatch struct {
 
 func (x *RowBatch) Reset() {
 	*x = RowBatch{}
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1291,7 +1402,7 @@ func (x *RowBatch) String() string {
 func (*RowBatch) ProtoMessage() {}
 
 func (x *RowBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1304,7 +1415,7 @@ func (x *RowBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RowBatch.ProtoReflect.Descriptor instead.
 func (*RowBatch) Descriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RowBatch) GetRows() []string {
@@ -1329,7 +1440,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1341,7 +1452,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_yuzu_plugin_v1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1354,7 +1465,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
+	return file_yuzu_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Result) GetReturnCode() int32 {
@@ -1396,7 +1507,7 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x05found\x18\x01 \x01(\bR\x05found\"\x11\n" +
 	"\x0fDescribeRequest\"H\n" +
 	"\x10DescribeResponse\x124\n" +
-	"\bmanifest\x18\x01 \x01(\v2\x18.yuzu.plugin.v1.ManifestR\bmanifest\"\x83\x02\n" +
+	"\bmanifest\x18\x01 \x01(\v2\x18.yuzu.plugin.v1.ManifestR\bmanifest\"\x9b\x02\n" +
 	"\bManifest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12 \n" +
@@ -1404,7 +1515,8 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	"\vsdk_version\x18\x04 \x01(\tR\n" +
 	"sdkVersion\x120\n" +
 	"\aactions\x18\x05 \x03(\v2\x16.yuzu.plugin.v1.ActionR\aactions\x12@\n" +
-	"\vdefinitions\x18\a \x03(\v2\x1e.yuzu.plugin.v1.DefinitionFileR\vdefinitionsJ\x04\b\x06\x10\aR\fcapabilities\">\n" +
+	"\vdefinitions\x18\a \x03(\v2\x1e.yuzu.plugin.v1.DefinitionFileR\vdefinitions\x12\x16\n" +
+	"\x06vendor\x18\b \x01(\tR\x06vendorJ\x04\b\x06\x10\aR\fcapabilities\">\n" +
 	"\x0eDefinitionFile\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\fR\acontent\"\xe5\x02\n" +
@@ -1418,7 +1530,7 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	"parameters\x18\x06 \x03(\v2\x19.yuzu.plugin.v1.ParameterR\n" +
 	"parameters\x12+\n" +
 	"\x04rows\x18\a \x03(\v2\x17.yuzu.plugin.v1.RowKindR\x04rows\x120\n" +
-	"\acolumns\x18\b \x03(\v2\x16.yuzu.plugin.v1.ColumnR\acolumns\"\xfc\x03\n" +
+	"\acolumns\x18\b \x03(\v2\x16.yuzu.plugin.v1.ColumnR\acolumns\"\xfe\x04\n" +
 	"\tParameter\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12-\n" +
 	"\x04type\x18\x02 \x01(\x0e2\x19.yuzu.plugin.v1.ValueTypeR\x04type\x12\x1a\n" +
@@ -1436,7 +1548,11 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	" \x01(\x03H\x03R\aminimum\x88\x01\x01\x12\x1d\n" +
 	"\amaximum\x18\v \x01(\x03H\x04R\amaximum\x88\x01\x01\x12\x18\n" +
 	"\aclamped\x18\f \x01(\bR\aclamped\x12!\n" +
-	"\fdisplay_name\x18\r \x01(\tR\vdisplayNameB\x10\n" +
+	"\fdisplay_name\x18\r \x01(\tR\vdisplayName\x12C\n" +
+	"\bmessages\x18\x0e \x03(\v2'.yuzu.plugin.v1.Parameter.MessagesEntryR\bmessages\x1a;\n" +
+	"\rMessagesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x10\n" +
 	"\x0e_default_valueB\r\n" +
 	"\v_min_lengthB\r\n" +
 	"\v_max_lengthB\n" +
@@ -1460,7 +1576,7 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	"\ragent_version\x18\x02 \x01(\tR\fagentVersion\x12\x19\n" +
 	"\bdata_dir\x18\x03 \x01(\tR\adataDir\x12\x1b\n" +
 	"\tlog_level\x18\x04 \x01(\tR\blogLevel\"\x13\n" +
-	"\x11ConfigureResponse\"\xb3\x02\n" +
+	"\x11ConfigureResponse\"\xde\x02\n" +
 	"\x0eExecuteRequest\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x16\n" +
@@ -1469,14 +1585,20 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	"parameters\x18\x03 \x03(\v2..yuzu.plugin.v1.ExecuteRequest.ParametersEntryR\n" +
 	"parameters\x126\n" +
 	"\bdeadline\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12#\n" +
-	"\rinvocation_id\x18\x05 \x01(\tR\finvocationId\x1a=\n" +
+	"\rinvocation_id\x18\x05 \x01(\tR\finvocationId\x12)\n" +
+	"\x10accepts_progress\x18\x06 \x01(\bR\x0facceptsProgress\x1a=\n" +
 	"\x0fParametersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"|\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb4\x01\n" +
 	"\x0fExecuteResponse\x12.\n" +
 	"\x04rows\x18\x01 \x01(\v2\x18.yuzu.plugin.v1.RowBatchH\x00R\x04rows\x120\n" +
-	"\x06result\x18\x02 \x01(\v2\x16.yuzu.plugin.v1.ResultH\x00R\x06resultB\a\n" +
-	"\x05event\"\x1e\n" +
+	"\x06result\x18\x02 \x01(\v2\x16.yuzu.plugin.v1.ResultH\x00R\x06result\x126\n" +
+	"\bprogress\x18\x03 \x01(\v2\x18.yuzu.plugin.v1.ProgressH\x00R\bprogressB\a\n" +
+	"\x05event\"H\n" +
+	"\bProgress\x12\x12\n" +
+	"\x04done\x18\x01 \x01(\x04R\x04done\x12\x14\n" +
+	"\x05total\x18\x02 \x01(\x04R\x05total\x12\x12\n" +
+	"\x04unit\x18\x03 \x01(\tR\x04unit\"\x1e\n" +
 	"\bRowBatch\x12\x12\n" +
 	"\x04rows\x18\x01 \x03(\tR\x04rows\"\xc1\x01\n" +
 	"\x06Result\x12\x1f\n" +
@@ -1528,7 +1650,7 @@ func file_yuzu_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_yuzu_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_yuzu_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_yuzu_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_yuzu_plugin_v1_plugin_proto_goTypes = []any{
 	(ValueType)(0),                // 0: yuzu.plugin.v1.ValueType
 	(SupportLevel)(0),             // 1: yuzu.plugin.v1.SupportLevel
@@ -1549,10 +1671,12 @@ var file_yuzu_plugin_v1_plugin_proto_goTypes = []any{
 	(*ConfigureResponse)(nil),     // 16: yuzu.plugin.v1.ConfigureResponse
 	(*ExecuteRequest)(nil),        // 17: yuzu.plugin.v1.ExecuteRequest
 	(*ExecuteResponse)(nil),       // 18: yuzu.plugin.v1.ExecuteResponse
-	(*RowBatch)(nil),              // 19: yuzu.plugin.v1.RowBatch
-	(*Result)(nil),                // 20: yuzu.plugin.v1.Result
-	nil,                           // 21: yuzu.plugin.v1.ExecuteRequest.ParametersEntry
-	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
+	(*Progress)(nil),              // 19: yuzu.plugin.v1.Progress
+	(*RowBatch)(nil),              // 20: yuzu.plugin.v1.RowBatch
+	(*Result)(nil),                // 21: yuzu.plugin.v1.Result
+	nil,                           // 22: yuzu.plugin.v1.Parameter.MessagesEntry
+	nil,                           // 23: yuzu.plugin.v1.ExecuteRequest.ParametersEntry
+	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
 }
 var file_yuzu_plugin_v1_plugin_proto_depIdxs = []int32{
 	8,  // 0: yuzu.plugin.v1.DescribeResponse.manifest:type_name -> yuzu.plugin.v1.Manifest
@@ -1565,28 +1689,30 @@ var file_yuzu_plugin_v1_plugin_proto_depIdxs = []int32{
 	12, // 7: yuzu.plugin.v1.Action.rows:type_name -> yuzu.plugin.v1.RowKind
 	13, // 8: yuzu.plugin.v1.Action.columns:type_name -> yuzu.plugin.v1.Column
 	0,  // 9: yuzu.plugin.v1.Parameter.type:type_name -> yuzu.plugin.v1.ValueType
-	13, // 10: yuzu.plugin.v1.RowKind.columns:type_name -> yuzu.plugin.v1.Column
-	0,  // 11: yuzu.plugin.v1.Column.type:type_name -> yuzu.plugin.v1.ValueType
-	1,  // 12: yuzu.plugin.v1.OsLeg.support:type_name -> yuzu.plugin.v1.SupportLevel
-	21, // 13: yuzu.plugin.v1.ExecuteRequest.parameters:type_name -> yuzu.plugin.v1.ExecuteRequest.ParametersEntry
-	22, // 14: yuzu.plugin.v1.ExecuteRequest.deadline:type_name -> google.protobuf.Timestamp
-	19, // 15: yuzu.plugin.v1.ExecuteResponse.rows:type_name -> yuzu.plugin.v1.RowBatch
-	20, // 16: yuzu.plugin.v1.ExecuteResponse.result:type_name -> yuzu.plugin.v1.Result
-	2,  // 17: yuzu.plugin.v1.Result.status:type_name -> yuzu.plugin.v1.ResultStatus
-	3,  // 18: yuzu.plugin.v1.Result.completeness:type_name -> yuzu.plugin.v1.Completeness
-	6,  // 19: yuzu.plugin.v1.PluginService.Describe:input_type -> yuzu.plugin.v1.DescribeRequest
-	15, // 20: yuzu.plugin.v1.PluginService.Configure:input_type -> yuzu.plugin.v1.ConfigureRequest
-	17, // 21: yuzu.plugin.v1.PluginService.Execute:input_type -> yuzu.plugin.v1.ExecuteRequest
-	4,  // 22: yuzu.plugin.v1.PluginService.Cancel:input_type -> yuzu.plugin.v1.CancelRequest
-	7,  // 23: yuzu.plugin.v1.PluginService.Describe:output_type -> yuzu.plugin.v1.DescribeResponse
-	16, // 24: yuzu.plugin.v1.PluginService.Configure:output_type -> yuzu.plugin.v1.ConfigureResponse
-	18, // 25: yuzu.plugin.v1.PluginService.Execute:output_type -> yuzu.plugin.v1.ExecuteResponse
-	5,  // 26: yuzu.plugin.v1.PluginService.Cancel:output_type -> yuzu.plugin.v1.CancelResponse
-	23, // [23:27] is the sub-list for method output_type
-	19, // [19:23] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	22, // 10: yuzu.plugin.v1.Parameter.messages:type_name -> yuzu.plugin.v1.Parameter.MessagesEntry
+	13, // 11: yuzu.plugin.v1.RowKind.columns:type_name -> yuzu.plugin.v1.Column
+	0,  // 12: yuzu.plugin.v1.Column.type:type_name -> yuzu.plugin.v1.ValueType
+	1,  // 13: yuzu.plugin.v1.OsLeg.support:type_name -> yuzu.plugin.v1.SupportLevel
+	23, // 14: yuzu.plugin.v1.ExecuteRequest.parameters:type_name -> yuzu.plugin.v1.ExecuteRequest.ParametersEntry
+	24, // 15: yuzu.plugin.v1.ExecuteRequest.deadline:type_name -> google.protobuf.Timestamp
+	20, // 16: yuzu.plugin.v1.ExecuteResponse.rows:type_name -> yuzu.plugin.v1.RowBatch
+	21, // 17: yuzu.plugin.v1.ExecuteResponse.result:type_name -> yuzu.plugin.v1.Result
+	19, // 18: yuzu.plugin.v1.ExecuteResponse.progress:type_name -> yuzu.plugin.v1.Progress
+	2,  // 19: yuzu.plugin.v1.Result.status:type_name -> yuzu.plugin.v1.ResultStatus
+	3,  // 20: yuzu.plugin.v1.Result.completeness:type_name -> yuzu.plugin.v1.Completeness
+	6,  // 21: yuzu.plugin.v1.PluginService.Describe:input_type -> yuzu.plugin.v1.DescribeRequest
+	15, // 22: yuzu.plugin.v1.PluginService.Configure:input_type -> yuzu.plugin.v1.ConfigureRequest
+	17, // 23: yuzu.plugin.v1.PluginService.Execute:input_type -> yuzu.plugin.v1.ExecuteRequest
+	4,  // 24: yuzu.plugin.v1.PluginService.Cancel:input_type -> yuzu.plugin.v1.CancelRequest
+	7,  // 25: yuzu.plugin.v1.PluginService.Describe:output_type -> yuzu.plugin.v1.DescribeResponse
+	16, // 26: yuzu.plugin.v1.PluginService.Configure:output_type -> yuzu.plugin.v1.ConfigureResponse
+	18, // 27: yuzu.plugin.v1.PluginService.Execute:output_type -> yuzu.plugin.v1.ExecuteResponse
+	5,  // 28: yuzu.plugin.v1.PluginService.Cancel:output_type -> yuzu.plugin.v1.CancelResponse
+	25, // [25:29] is the sub-list for method output_type
+	21, // [21:25] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_yuzu_plugin_v1_plugin_proto_init() }
@@ -1598,6 +1724,7 @@ func file_yuzu_plugin_v1_plugin_proto_init() {
 	file_yuzu_plugin_v1_plugin_proto_msgTypes[14].OneofWrappers = []any{
 		(*ExecuteResponse_Rows)(nil),
 		(*ExecuteResponse_Result)(nil),
+		(*ExecuteResponse_Progress)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1605,7 +1732,7 @@ func file_yuzu_plugin_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_yuzu_plugin_v1_plugin_proto_rawDesc), len(file_yuzu_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

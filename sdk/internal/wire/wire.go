@@ -4,7 +4,11 @@ package wire
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
+	"strings"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -60,3 +64,52 @@ func Sets(srv pluginv1.PluginServiceServer) map[int]plugin.PluginSet {
 // NewServer builds a plugin's service from an *sdk.Plugin. Package sdk sets it at init
 // so that sdktest can serve a plugin in process without sdk exporting its internals.
 var NewServer func(p any) pluginv1.PluginServiceServer
+
+// ReattachEnv names the line a plugin in debug mode prints (sdk.WithDebug): a host
+// attaches to it with the value instead of starting a child.
+const ReattachEnv = "YUZU_PLUGIN_REATTACH"
+
+// reattach is ReattachConfig in JSON: net.Addr has no JSON form of its own.
+type reattach struct {
+	Protocol        string `json:"protocol"`
+	ProtocolVersion int    `json:"protocol_version"`
+	Network         string `json:"network"`
+	Address         string `json:"address"`
+	Pid             int    `json:"pid"`
+}
+
+// EncodeReattach writes rc as one line of JSON.
+func EncodeReattach(rc *plugin.ReattachConfig) (string, error) {
+	b, err := json.Marshal(reattach{
+		Protocol: string(rc.Protocol), ProtocolVersion: rc.ProtocolVersion,
+		Network: rc.Addr.Network(), Address: rc.Addr.String(), Pid: rc.Pid,
+	})
+	return string(b), err
+}
+
+// DecodeReattach reads what EncodeReattach wrote (with or without the leading
+// `YUZU_PLUGIN_REATTACH=`) into a configuration for plugin.ClientConfig.Reattach.
+func DecodeReattach(line string) (*plugin.ReattachConfig, error) {
+	line = strings.TrimPrefix(strings.TrimSpace(line), ReattachEnv+"=")
+	var r reattach
+	if err := json.Unmarshal([]byte(line), &r); err != nil {
+		return nil, fmt.Errorf("reattach line: %w", err)
+	}
+	if r.Protocol != string(plugin.ProtocolGRPC) || r.ProtocolVersion != int(Handshake.ProtocolVersion) {
+		return nil, fmt.Errorf("reattach line: protocol %s version %d, want grpc version %d", r.Protocol, r.ProtocolVersion, Handshake.ProtocolVersion)
+	}
+	var addr net.Addr
+	switch r.Network {
+	case "unix":
+		addr = &net.UnixAddr{Name: r.Address, Net: "unix"}
+	case "tcp":
+		a, err := net.ResolveTCPAddr("tcp", r.Address)
+		if err != nil {
+			return nil, fmt.Errorf("reattach line: %w", err)
+		}
+		addr = a
+	default:
+		return nil, fmt.Errorf("reattach line: unknown network %q", r.Network)
+	}
+	return &plugin.ReattachConfig{Protocol: plugin.ProtocolGRPC, ProtocolVersion: r.ProtocolVersion, Addr: addr, Pid: r.Pid, Test: true}, nil
+}

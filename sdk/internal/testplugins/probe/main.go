@@ -28,13 +28,13 @@ func main() {
 	p := sdk.New("probe", "0.0.1", "SDK test plugin")
 	p.Handle("stdout", func(context.Context, *sdk.Request, *sdk.Output) (sdk.Result, error) {
 		strayWrites("handler")
-		return sdk.Undeclared(), nil
+		return sdk.Done(), nil
 	})
 	p.Handle("echo", func(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 		for _, k := range req.Params.Keys() {
 			out.Row("param", k, req.Params.Get(k, ""))
 		}
-		return sdk.Undeclared(), nil
+		return sdk.Done(), nil
 	})
 	p.Handle("env", func(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 		var keys []string
@@ -46,12 +46,12 @@ func main() {
 		for _, k := range keys {
 			out.Row("env", k)
 		}
-		return sdk.Undeclared(), nil
+		return sdk.Done(), nil
 	})
 	p.Handle("pid", func(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 		out.Row("pid", strconv.Itoa(os.Getpid()))
 		out.Row("ppid", strconv.Itoa(os.Getppid()))
-		return sdk.Undeclared(), nil
+		return sdk.Done(), nil
 	})
 	// block writes <marker>.started, waits for its context to end, then writes the
 	// context's error to <marker>: the test's evidence that cancellation arrived.
@@ -69,5 +69,6 @@ func main() {
 		}
 		return out.Fail(ctx.Err().Error()), nil
 	})
-	sdk.Serve(p)
+	// -debug serves for a debugger (sdk.WithDebug), as a plugin author would wire it.
+	sdk.Serve(p, sdk.WithDebug(len(os.Args) == 2 && os.Args[1] == "-debug"))
 }
