@@ -241,8 +241,9 @@ func TestPersistFailedLogs(t *testing.T) {
 	if got, want := c.run("set", kv("key", "k", "value", "v")), "tag_set|k|v\n"+persistFailed; got != want {
 		t.Errorf("set: got %q want %q", got, want)
 	}
-	// The system's own words for the failed mkdir end the line.
-	want := "tags: state not persisted: mkdir " + blocker + ": "
+	// The system's own words for the failed mkdir end the line. The log line is JSON,
+	// so a Windows path's backslashes show doubled.
+	want := strings.ReplaceAll("tags: state not persisted: mkdir "+blocker+": ", `\`, `\\`)
 	deadline := time.Now().Add(5 * time.Second)
 	for !strings.Contains(c.stderr.String(), want) {
 		if time.Now().After(deadline) {
