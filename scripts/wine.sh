@@ -35,25 +35,3 @@ bounded() {
 	fi
 	return "$rc"
 }
-
-# wine_overlay prints the path of a `go build -overlay` file for test binaries run
-# under Wine 8.0, writing it first. Wine answers STATUS_NOT_IMPLEMENTED to the
-# FileDispositionInformationEx delete that Go's os.RemoveAll (and so every t.TempDir
-# cleanup) starts with; Go falls back to the classic delete only for the statuses older
-# Windows gives. The overlay adds Wine's status to that list in a copy of the one
-# standard-library file, so test temp dirs can be removed. The shipped binaries the
-# end-to-end test runs are built without it (docs/windows.md).
-wine_overlay() {
-	local src dir=$WINE_DIR/overlay n
-	src=$(go env GOROOT)/src/internal/syscall/windows/at_windows.go
-	mkdir -p "$dir"
-	n=$(grep -c 'STATUS_NOT_SUPPORTED:' "$src" || true)
-	if [[ $n != 1 ]]; then
-		warn "windows: $src no longer has the one fallback list the Wine overlay extends: update wine_overlay in scripts/wine.sh"
-		return 1
-	fi
-	sed 's|STATUS_NOT_SUPPORTED:|STATUS_NOT_SUPPORTED, NTStatus(0xC0000002) /* STATUS_NOT_IMPLEMENTED: Wine 8.0, scripts/wine.sh */:|' \
-		"$src" >"$dir/at_windows.go"
-	printf '{"Replace":{"%s":"%s"}}\n' "$src" "$dir/at_windows.go" >"$dir/overlay.json"
-	echo "$dir/overlay.json"
-}
