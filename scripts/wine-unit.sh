@@ -129,11 +129,13 @@ fi
 run_one() {
 	local i=$1 start=$SECONDS rc=0 ip=${ips[$1]} out=$work/$1.json
 	(cd "${dirs[i]}" && "$t2j" -t -p "$ip" bash -c '
-		timeout --kill-after=10 "$0" "$@"; rc=$?
+		pkg=$1 limit=$2
+		shift 2
+		timeout --kill-after=10 "$limit" "$@"; rc=$?
 		if ((rc == 124 || rc == 137)); then
-			echo "windows: the test binary did not finish within $0 s: stopped"
+			echo "windows: the test binary of $pkg did not finish within $limit s: stopped"
 		fi
-		exit "$rc"' "$limit" "$ROOT/scripts/wine-exec" "${bins[i]}" \
+		exit "$rc"' - "$ip" "$limit" "$ROOT/scripts/wine-exec" "${bins[i]}" \
 		-test.v=test2json -test.short -test.paniconexit0 -test.timeout=4m </dev/null) >"$out" 2>&1 || rc=$?
 	echo "$((SECONDS - start)) $ip" >"$work/$i.elapsed"
 	if ((rc != 0)) && ! grep -qF "\"Action\":\"fail\",\"Package\":\"$ip\",\"Elapsed\"" "$out"; then
