@@ -15,26 +15,28 @@ import (
 
 // TestWindowsTags runs every tags action through yuzu-agent.exe, the real supervisor
 // (private copy, Job Object) and the real plugin child over go-plugin on Windows
-// loopback, one agent process per command, with the store on the Windows side's
-// file semantics; the last commands see what the first ones wrote.
+// loopback, with the store on the Windows side's file semantics: the first and last
+// commands through exec (an agent and a plugin process each), the others as fleet
+// commands to one running agent; each process sees what the others wrote.
 func TestWindowsTags(t *testing.T) {
 	needWine(t)
 	t.Parallel()
 	w := newWorld(t, tagsExe)
 	w.expect("tag_set|env|prod\n"+undeclared, 0, "tags", "set", "key=env", "value=prod")
-	w.expect("tag_set|site|lab 7\n"+undeclared, 0, "tags", "set", "key=site", "value=lab 7")
-	w.expect("tag|env|prod\n"+undeclared, 0, "tags", "get", "key=env")
-	w.expect("tag|env|prod\ntag|site|lab 7\ncount|2\n"+undeclared, 0, "tags", "get_all")
-	w.expect("tag_exists|env|true\n"+undeclared, 0, "tags", "check", "key=env")
-	w.expect("count|2\n"+undeclared, 0, "tags", "count")
-	w.expect("tag_deleted|env|true\n"+undeclared, 0, "tags", "delete", "key=env")
-	w.expect("tag_exists|env|false\n"+undeclared, 0, "tags", "check", "key=env")
-	w.expect("tags_cleared|1\n"+undeclared, 0, "tags", "clear")
+	f := w.startFleet(t, true)
+	f.expect("tag_set|site|lab 7\n"+undeclared, 0, "tags", "set", "key=site", "value=lab 7")
+	f.expect("tag|env|prod\n"+undeclared, 0, "tags", "get", "key=env")
+	f.expect("tag|env|prod\ntag|site|lab 7\ncount|2\n"+undeclared, 0, "tags", "get_all")
+	f.expect("tag_exists|env|true\n"+undeclared, 0, "tags", "check", "key=env")
+	f.expect("count|2\n"+undeclared, 0, "tags", "count")
+	f.expect("tag_deleted|env|true\n"+undeclared, 0, "tags", "delete", "key=env")
+	f.expect("tag_exists|env|false\n"+undeclared, 0, "tags", "check", "key=env")
+	f.expect("tags_cleared|1\n"+undeclared, 0, "tags", "clear")
+	f.expect("error|invalid key: bad key\n"+undeclared+rc1, 1, "tags", "set", "key=bad key", "value=x")
 	w.expect("count|0\n"+undeclared, 0, "tags", "count")
 	if _, err := os.Stat(filepath.Join(w.dataDir, "tags.json")); err != nil {
 		t.Errorf("the store is not in the data dir given as %s: %v", winPath(w.dataDir), err)
 	}
-	w.expect("error|invalid key: bad key\n"+undeclared+rc1, 1, "tags", "set", "key=bad key", "value=x")
 }
 
 // fixtureDir makes a directory of files for the filesystem actions.
@@ -53,7 +55,8 @@ func fixtureDir(t *testing.T) string {
 }
 
 // TestWindowsFilesystemLook runs the read-only filesystem actions on Z:\ paths (the
-// Linux side) and C:\ paths (the prefix), base_dir included.
+// Linux side) and C:\ paths (the prefix), base_dir included: two through exec, the
+// others as fleet commands to one running agent.
 func TestWindowsFilesystemLook(t *testing.T) {
 	needWine(t)
 	t.Parallel()
@@ -62,41 +65,44 @@ func TestWindowsFilesystemLook(t *testing.T) {
 	d, a := winPath(dir), winPath(filepath.Join(dir, "a.txt"))
 
 	w.expect("exists|true\ntype|file\nsize|12\n"+undeclared, 0, "filesystem", "exists", "path="+a)
-	w.expect("exists|true\ntype|directory\nsize|0\n"+undeclared, 0, "filesystem", "exists", "path="+d+`\sub`)
-	w.expect("exists|false\n"+undeclared, 0, "filesystem", "exists", "path="+d+`\missing.txt`)
-	w.expect("exists|true\ntype|file\nsize|12\n"+undeclared, 0, "filesystem", "exists", "path="+a, "base_dir="+d)
 	w.expect("error|path is outside allowed base directory\n"+undeclared+rc1, 1,
 		"filesystem", "exists", "path="+a, "base_dir="+d+`\sub`)
+	f := w.startFleet(t, true)
+	f.expect("exists|true\ntype|directory\nsize|0\n"+undeclared, 0, "filesystem", "exists", "path="+d+`\sub`)
+	f.expect("exists|false\n"+undeclared, 0, "filesystem", "exists", "path="+d+`\missing.txt`)
+	f.expect("exists|true\ntype|file\nsize|12\n"+undeclared, 0, "filesystem", "exists", "path="+a, "base_dir="+d)
+	f.expect("error|path is outside allowed base directory\n"+undeclared+rc1, 1,
+		"filesystem", "exists", "path="+d+`\sub\..\a.txt`, "base_dir="+d+`\sub`)
 	// A spelling with the other separator and another case is the same file.
-	w.expect("exists|true\ntype|file\nsize|12\n"+undeclared, 0, "filesystem", "exists",
+	f.expect("exists|true\ntype|file\nsize|12\n"+undeclared, 0, "filesystem", "exists",
 		"path="+strings.ToUpper(d[:1])+strings.ReplaceAll(d[1:], `\`, `/`)+"/A.TXT")
-	w.expect("exists|true\ntype|file\nsize|2148419\n"+undeclared, 0, "filesystem", "exists",
+	f.expect("exists|true\ntype|file\nsize|2148419\n"+undeclared, 0, "filesystem", "exists",
 		`path=C:\windows\system32\kernel32.dll`, `base_dir=C:\windows`)
 
 	// The listing is in the system's order: compared as a set.
-	if got := sortedLines(w.exec("filesystem", "list_dir", "path="+d).stdout); got != sortedLines("entry|a.txt|file|12\nentry|sub|directory|0\n"+undeclared) {
+	if got := sortedLines(f.exec("filesystem", "list_dir", "path="+d).stdout); got != sortedLines(fleetForm("entry|a.txt|file|12\nentry|sub|directory|0\n"+undeclared)) {
 		t.Errorf("list_dir: %q", got)
 	}
-	w.expect("line|1|hello\nline|2|world\ntotal_lines|2\nfile_size|12\n"+undeclared, 0, "filesystem", "read", "path="+a)
+	f.expect("line|1|hello\nline|2|world\ntotal_lines|2\nfile_size|12\n"+undeclared, 0, "filesystem", "read", "path="+a)
 	// CRLF lines read cleanly.
-	w.expect("line|2|two\nline|3|three\ntotal_lines|3\nfile_size|17\n"+undeclared, 0,
+	f.expect("line|2|two\nline|3|three\ntotal_lines|3\nfile_size|17\n"+undeclared, 0,
 		"filesystem", "read", "path="+d+`\sub\b.log`, "offset=2")
-	w.expect("error|path is not accessible or outside allowed base directory\n"+undeclared+rc1, 1,
+	f.expect("error|path is not accessible or outside allowed base directory\n"+undeclared+rc1, 1,
 		"filesystem", "read", `path=C:\windows\win.ini`, `base_dir=C:\users`)
 
-	w.expect("match|2|world\ntotal_matches|1\n"+undeclared, 0, "filesystem", "search", "path="+a, "pattern=WOR", "case_sensitive=false")
-	w.expect("result|"+d+`\sub\b.log|file`+"\ntotal_matches|1\n"+undeclared, 0,
+	f.expect("match|2|world\ntotal_matches|1\n"+undeclared, 0, "filesystem", "search", "path="+a, "pattern=WOR", "case_sensitive=false")
+	f.expect("result|"+d+`\sub\b.log|file`+"\ntotal_matches|1\n"+undeclared, 0,
 		"filesystem", "search_dir", "root="+d, "pattern=*.log", "match_type=files")
-	w.expect("result|"+d+`\sub|directory`+"\ntotal_matches|1\n"+undeclared, 0,
+	f.expect("result|"+d+`\sub|directory`+"\ntotal_matches|1\n"+undeclared, 0,
 		"filesystem", "search_dir", "root="+d, "pattern=s?b")
 
 	// get_signature and get_version_info on the prefix's own files.
-	w.expect("signature_status|unsigned\n"+undeclared, 0, "filesystem", "get_signature", `path=C:\windows\system32\kernel32.dll`)
-	r := w.exec("filesystem", "get_version_info", `path=C:\windows\system32\kernel32.dll`)
+	f.expect("signature_status|unsigned\n"+undeclared, 0, "filesystem", "get_signature", `path=C:\windows\system32\kernel32.dll`)
+	r := f.exec("filesystem", "get_version_info", `path=C:\windows\system32\kernel32.dll`)
 	if r.code != 0 || !strings.Contains(r.stdout, "\ncompany_name|Microsoft Corporation\n") || !strings.HasPrefix(r.stdout, "file_version|") {
 		t.Errorf("get_version_info of Wine's kernel32.dll:\n%s", r)
 	}
-	w.expect("error|no version info found in file\n"+undeclared+rc1, 1, "filesystem", "get_version_info", `path=C:\windows\notepad.exe`)
+	f.expect("error|no version info found in file\n"+undeclared+rc1, 1, "filesystem", "get_version_info", `path=C:\windows\notepad.exe`)
 }
 
 func sortedLines(s string) string {
@@ -105,39 +111,41 @@ func sortedLines(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-// TestWindowsFilesystemChange runs the actions that create and change files.
+// TestWindowsFilesystemChange runs the actions that create and change files, as fleet
+// commands to one running agent.
 func TestWindowsFilesystemChange(t *testing.T) {
 	needWine(t)
 	t.Parallel()
 	w := newWorld(t, fsExe)
 	dir := fixtureDir(t)
 	d, a := winPath(dir), winPath(filepath.Join(dir, "a.txt"))
+	f := w.startFleet(t, true)
 
-	r := w.exec("filesystem", "create_temp", "directory="+d, "prefix=t-", "suffix=.dat")
-	m := regexp.MustCompile(`^path\|(.*\\t-[0-9a-f]{32}\.dat)\npersist\|true\n` + regexp.QuoteMeta(undeclared) + `$`).FindStringSubmatch(r.stdout)
+	r := f.exec("filesystem", "create_temp", "directory="+d, "prefix=t-", "suffix=.dat")
+	m := regexp.MustCompile(`^path\|(.*\\t-[0-9a-f]{32}\.dat)\npersist\|true\n` + regexp.QuoteMeta(fleetForm(undeclared)) + `$`).FindStringSubmatch(r.stdout)
 	if r.code != 0 || m == nil {
 		t.Fatalf("create_temp:\n%s", r)
 	}
 	if _, err := os.Stat(filepath.Join(dir, m[1][len(d)+1:])); err != nil {
 		t.Errorf("create_temp reported %s, not on disk: %v", m[1], err)
 	}
-	r = w.exec("filesystem", "create_temp_dir", "directory="+d, "persist=false")
+	r = f.exec("filesystem", "create_temp_dir", "directory="+d, "persist=false")
 	if r.code != 0 || !regexp.MustCompile(`^path\|.*\\yuzu-[0-9a-f]{32}\npersist\|false\ncleanup\|deleted\n`).MatchString(r.stdout) {
 		t.Errorf("create_temp_dir:\n%s", r)
 	}
 	// No directory given: the system's temporary path, inside the prefix.
-	r = w.exec("filesystem", "create_temp", "persist=false")
+	r = f.exec("filesystem", "create_temp", "persist=false")
 	if r.code != 0 || !regexp.MustCompile(`^path\|C:\\users\\[^\\]+\\Temp\\yuzu-[0-9a-f]{32}\.tmp\n`).MatchString(r.stdout) {
 		t.Errorf("create_temp in the default directory:\n%s", r)
 	}
 
-	w.expect("replacements_made|1\nfile_size_before|12\nfile_size_after|12\n"+undeclared, 0,
+	f.expect("replacements_made|1\nfile_size_before|12\nfile_size_after|12\n"+undeclared, 0,
 		"filesystem", "replace", "path="+a, "search=world", "replacement=there")
 	b := d + `\new.txt`
-	w.expect("status|ok\nbytes_written|3\npath|"+b+"\n"+undeclared, 0,
+	f.expect("status|ok\nbytes_written|3\npath|"+b+"\n"+undeclared, 0,
 		"filesystem", "write_content", "path="+b, "content=abc", "create=true")
-	w.expect("status|ok\nbytes_appended|4\ntotal_size|7\n"+undeclared, 0, "filesystem", "append", "path="+b, "content=def")
-	w.expect("lines_deleted|1\ntotal_lines_before|2\ntotal_lines_after|1\n"+undeclared, 0,
+	f.expect("status|ok\nbytes_appended|4\ntotal_size|7\n"+undeclared, 0, "filesystem", "append", "path="+b, "content=def")
+	f.expect("lines_deleted|1\ntotal_lines_before|2\ntotal_lines_after|1\n"+undeclared, 0,
 		"filesystem", "delete_lines", "path="+a, "start_line=1", "end_line=1")
 	if got := readFile(t, filepath.Join(dir, "a.txt")); got != "there\n" {
 		t.Errorf("a.txt after replace and delete_lines: %q", got)
@@ -145,7 +153,7 @@ func TestWindowsFilesystemChange(t *testing.T) {
 	if got := readFile(t, filepath.Join(dir, "new.txt")); got != "abc\ndef" {
 		t.Errorf("new.txt after write_content and append: %q", got)
 	}
-	w.expect("error|file exists and overwrite=false\n"+undeclared+rc1, 1,
+	f.expect("error|file exists and overwrite=false\n"+undeclared+rc1, 1,
 		"filesystem", "write_content", "path="+b, "content=x", "create=true")
 	// Nothing was left behind by the atomic writes.
 	if left, _ := filepath.Glob(filepath.Join(dir, "*.tmp.*")); len(left) > 0 {
@@ -163,11 +171,11 @@ func readFile(t *testing.T, path string) string {
 }
 
 // TestWindowsFileHash: the in-process SHA-256 and SHA-1 of a 3 MiB random file equal
-// sha256sum's and sha1sum's.
+// sha256sum's and sha1sum's (fleet commands to one running agent).
 func TestWindowsFileHash(t *testing.T) {
 	needWine(t)
 	t.Parallel()
-	w := newWorld(t, fsExe)
+	f := newWorld(t, fsExe).startFleet(t, true)
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -186,7 +194,7 @@ func TestWindowsFileHash(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := strings.Fields(string(out))[0]
-		w.expect("hash|"+want+"\nalgorithm|"+alg+"\nsize|3145745\n"+undeclared, 0,
+		f.expect("hash|"+want+"\nalgorithm|"+alg+"\nsize|3145745\n"+undeclared, 0,
 			"filesystem", "file_hash", "path="+winPath(p), "algorithm="+alg)
 	}
 }

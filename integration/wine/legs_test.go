@@ -11,16 +11,17 @@ import (
 
 // TestWindowsVersionInfo reads a version resource written for this run by
 // tc-hib/winres through GetFileVersionInfoW, VerQueryValue and the plugin's own
-// decoder: the fixed numbers and the strings come back exactly.
+// decoder: the fixed numbers and the strings come back exactly (fleet commands to one
+// running agent, as in the tests below).
 func TestWindowsVersionInfo(t *testing.T) {
 	needWine(t)
 	t.Parallel()
-	w := newWorld(t, fsExe)
-	w.expect("file_version|"+fixtureFileVersion+"\nproduct_version|"+fixtureProductVersion+
+	f := newWorld(t, fsExe).startFleet(t, true)
+	f.expect("file_version|"+fixtureFileVersion+"\nproduct_version|"+fixtureProductVersion+
 		"\ncompany_name|"+fixtureCompany+"\nfile_description|"+fixtureDescription+
 		"\nproduct_name|"+fixtureProduct+"\n"+undeclared, 0,
 		"filesystem", "get_version_info", "path="+winPath(filepath.Join(env.fixture, "versioned.exe")))
-	w.expect("error|no version info found in file\n"+undeclared+rc1, 1,
+	f.expect("error|no version info found in file\n"+undeclared+rc1, 1,
 		"filesystem", "get_version_info", "path="+winPath(filepath.Join(env.fixture, "unsigned.exe")))
 }
 
@@ -32,15 +33,15 @@ func TestWindowsVersionInfo(t *testing.T) {
 func TestWindowsSignature(t *testing.T) {
 	needWine(t)
 	t.Parallel()
-	w := newWorld(t, fsExe)
-	w.expect("signature_status|unsigned\n"+undeclared, 0,
+	f := newWorld(t, fsExe).startFleet(t, true)
+	f.expect("signature_status|unsigned\n"+undeclared, 0,
 		"filesystem", "get_signature", "path="+winPath(filepath.Join(env.fixture, "unsigned.exe")))
 	if signSkip != "" {
 		t.Skip("signed fixtures not made: " + signSkip)
 	}
-	w.expect("signature_status|error_0x80096010\n"+undeclared, 0,
+	f.expect("signature_status|error_0x80096010\n"+undeclared, 0,
 		"filesystem", "get_signature", "path="+winPath(filepath.Join(env.fixture, "tampered.exe")))
-	w.expect("signature_status|valid\n"+undeclared, 0,
+	f.expect("signature_status|valid\n"+undeclared, 0,
 		"filesystem", "get_signature", "path="+winPath(filepath.Join(env.fixture, "signed.exe")))
 	t.Log("Wine difference (SHA-256 chain trust): Wine 8.0 skips the chain policy for SHA-256 signatures, " +
 		"so the self-signed signer reads valid; Windows answers untrusted (CERT_E_UNTRUSTEDROOT) for it. " +
@@ -53,7 +54,7 @@ func TestWindowsSignature(t *testing.T) {
 func TestWindowsACL(t *testing.T) {
 	needWine(t)
 	t.Parallel()
-	w := newWorld(t, fsExe)
+	f := newWorld(t, fsExe).startFleet(t, true)
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -78,13 +79,13 @@ func TestWindowsACL(t *testing.T) {
 		if err := os.Chmod(p, c.mode); err != nil {
 			t.Fatal(err)
 		}
-		r := w.exec("filesystem", "get_acl", "path="+winPath(p))
-		want := "sddl|O:" + wineUser + c.sddl + "\ncontrol|-\n" + c.aces + undeclared
+		r := f.exec("filesystem", "get_acl", "path="+winPath(p))
+		want := fleetForm("sddl|O:" + wineUser + c.sddl + "\ncontrol|-\n" + c.aces + undeclared)
 		if r.code != 0 || r.stdout != want {
 			t.Errorf("get_acl of a %v file:\n got %q\nwant %q\n%s", c.mode, r.stdout, want, r.stderr)
 		}
 	}
-	w.expect("error|path is not accessible or outside allowed base directory\n"+undeclared+rc1, 1,
+	f.expect("error|path is not accessible or outside allowed base directory\n"+undeclared+rc1, 1,
 		"filesystem", "get_acl", "path="+winPath(filepath.Join(dir, "missing.txt")))
 	t.Log("Wine difference (deny ACEs): Wine maps a DACL to and from Unix mode bits, so deny ACEs, " +
 		"group ACEs and inheritance cannot be staged; their rows are tested from captured DACL bytes (internal/acl)")
@@ -124,14 +125,14 @@ func TestWindowsRemoteDriveGuard(t *testing.T) {
 func TestWindowsFirewallUnderWine(t *testing.T) {
 	needWine(t)
 	t.Parallel()
-	w := newWorld(t, firewallExe)
+	f := newWorld(t, firewallExe).startFleet(t, true)
 	var want strings.Builder
 	for _, p := range []string{"Domain", "Private", "Public"} {
 		want.WriteString("profile|" + p + "|unknown\nerror|firewall_enabled:" + p + ":0x80004001\n")
 	}
 	want.WriteString("ruleset|unknown\n" + undeclared)
-	w.expect(want.String(), 0, "firewall", "state")
-	w.expect("error|enum_create:0x80004001\n"+undeclared, 0, "firewall", "rules")
+	f.expect(want.String(), 0, "firewall", "state")
+	f.expect("error|enum_create:0x80004001\n"+undeclared, 0, "firewall", "rules")
 	t.Log("Wine difference (firewall): INetFwPolicy2 is stubbed in Wine 8.0 (E_NOTIMPL), so this proves COM activation, " +
 		"the vtable calls and the honest answer to a failing policy, not real firewall data")
 }
