@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -49,28 +48,6 @@ func retries(t *testing.T, also func(n int)) *[]error {
 	return &seen
 }
 
-func noTemps(t *testing.T, dir string) {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if strings.Contains(e.Name(), tempInfix) {
-			t.Errorf("temp file %s left behind", e.Name())
-		}
-	}
-}
-
-func content(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 func TestWriteReplacesOnWindows(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "sub", "state.json")
@@ -78,11 +55,11 @@ func TestWriteReplacesOnWindows(t *testing.T) {
 		if err := Write(path, []byte(want)); err != nil {
 			t.Fatal(err)
 		}
-		if got := content(t, path); got != want {
+		if got := readFile(t, path); got != want {
 			t.Errorf("content %q, want %q", got, want)
 		}
 	}
-	noTemps(t, filepath.Dir(path))
+	noTempSiblings(t, filepath.Dir(path))
 }
 
 // A process holding the target without FILE_SHARE_DELETE makes the rename fail until
@@ -110,10 +87,10 @@ func TestWriteWaitsForAHolder(t *testing.T) {
 		t.Errorf("the held target failed the rename with %v, want a sharing violation or access denied", (*seen)[0])
 	}
 	t.Logf("the held target's first rename failed with: %v", (*seen)[0])
-	if got := content(t, path); got != "new" {
+	if got := readFile(t, path); got != "new" {
 		t.Errorf("content %q, want new", got)
 	}
-	noTemps(t, dir)
+	noTempSiblings(t, dir)
 }
 
 // A holder that never lets go: the write gives up after the bound with the system's
@@ -137,10 +114,10 @@ func TestWriteGivesUpOnAHolderThatStays(t *testing.T) {
 		t.Errorf("%d attempts retried before giving up, want several", len(*seen))
 	}
 	release()
-	if got := content(t, path); got != "old" {
+	if got := readFile(t, path); got != "old" {
 		t.Errorf("content %q after the failed write, want old", got)
 	}
-	noTemps(t, dir)
+	noTempSiblings(t, dir)
 }
 
 // Only a held file is waited for: a move that cannot succeed fails at once.
