@@ -102,12 +102,6 @@ for i in "${!ips[@]}"; do
 	bins[i]=$tests/$g/$base.test.exe
 	[[ " ${groups[*]} " == *" $g "* ]] || groups+=("$g")
 done
-# Binaries of packages that are gone (or renamed) are not kept.
-if [[ -d $tests ]]; then
-	find "$tests" -name '*.test.exe' -print | while read -r f; do
-		[[ " ${bins[*]} " == *" $f "* ]] || rm -f "$f"
-	done
-fi
 
 built=1
 for g in "${groups[@]}"; do
