@@ -151,7 +151,11 @@ for i in "${order[@]}"; do
 	run_one "$i" &
 done
 wait
-cat "$work"/*.elapsed >"$tests/elapsed"
+cat "$work"/*.elapsed >"$work/elapsed"
+for ip in "${!last[@]}"; do
+	[[ " ${ips[*]} " == *" $ip "* ]] || echo "${last[$ip]} $ip"
+done >>"$work/elapsed"
+mv "$work/elapsed" "$tests/elapsed"
 for i in "${!ips[@]}"; do
 	cat "$work/$i.json"
 done
