@@ -30,9 +30,11 @@ func TestExecPluginFailures(t *testing.T) {
 		{"sigkill", []string{"crasher", "kill"}, "before|kill\n" + agentError("plugin crashed: crasher exited during the command (killed by signal 9 (killed))")},
 		// A panic is caught by the SDK: the plugin answers, it does not die.
 		{"panic", []string{"crasher", "panic"}, "error|plugin panicked in panic: crasher was asked to panic\n" + undeclared + rc1},
-		{"hang past the deadline", []string{"--timeout", "1", "sleeper", "sleep", "seconds=60"}, agentError("plugin timed out after 1s")},
+		// The deadline covers the plugin's start too, so it is long enough for a cold
+		// start on a loaded machine: these cases are about the run.
+		{"hang past the deadline", []string{"--timeout", "8", "sleeper", "sleep", "seconds=60"}, agentError("plugin timed out after 8s")},
 		// A handler that honours its context ends by itself at the deadline.
-		{"context deadline", []string{"--timeout", "1s", "sleeper", "sleep_ctx", "seconds=60"}, "error|cancelled: context deadline exceeded\n" + undeclared + rc1},
+		{"context deadline", []string{"--timeout", "8s", "sleeper", "sleep_ctx", "seconds=60"}, "error|cancelled: context deadline exceeded\n" + undeclared + rc1},
 		{"ok", []string{"crasher", "ok"}, "ok|crasher\n" + undeclared},
 	}
 	for _, c := range cases {

@@ -10,8 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,7 +30,19 @@ type fleet struct {
 	pki *fleetserver.PKI
 	srv *fleetserver.Server
 	w   *world
+
+	mu      sync.Mutex
+	last    *agentProc    // the agent started last: asked for a goroutine dump when a command goes unanswered
+	timeout time.Duration // its --timeout
 }
+
+// Bounds on how late an answer may come (docs/fleet.md): the agent answers every
+// command it runs at the latest answerGrace past its deadline. transportSlack is
+// the test's allowance for the trip between agent and server on a loaded machine.
+const (
+	answerGrace    = 10 * time.Second
+	transportSlack = 5 * time.Second
+)
 
 // newFleet starts a server with o (its TLS is set to the test PKI's mutual TLS) and
 // makes a world holding the named plugins.
@@ -65,10 +79,27 @@ func (f *fleet) args(extra ...string) []string {
 }
 
 // agent starts `yuzu-agent run` with the fleet's arguments and waits until it has
-// subscribed.
+// subscribed. It stops the fleet's own test on failure, so only that test's goroutine
+// may call it.
 func (f *fleet) agent(extra ...string) *agentProc {
 	f.t.Helper()
 	a := startAgentProc(f.t, f.args(extra...)...)
+	timeout := 600 * time.Second
+	for i, arg := range extra {
+		if arg == "--timeout" && i+1 < len(extra) {
+			d, err := time.ParseDuration(extra[i+1])
+			if n, nerr := strconv.Atoi(extra[i+1]); nerr == nil {
+				d, err = time.Duration(n)*time.Second, nil
+			}
+			if err != nil {
+				f.t.Fatalf("--timeout %q: %v", extra[i+1], err)
+			}
+			timeout = d
+		}
+	}
+	f.mu.Lock()
+	f.last, f.timeout = a, timeout
+	f.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := f.srv.WaitSubscribed(ctx); err != nil {
@@ -194,14 +225,76 @@ func testCtx(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-// do sends cmd and waits for its terminal response.
-func (f *fleet) do(ctx context.Context, cmd *agentv1.CommandRequest) fleetserver.Result {
-	f.t.Helper()
+// do sends cmd and waits for its terminal response. t is the calling test, a subtest
+// passing its own: FailNow may only stop the test whose goroutine calls it. When no
+// terminal comes, t fails with what did come and a goroutine dump of the agent, which
+// shows where the command waited. An answer later than the command's delay, its
+// deadline and the agent's grace fails t too.
+func (f *fleet) do(t testing.TB, ctx context.Context, cmd *agentv1.CommandRequest) fleetserver.Result {
+	t.Helper()
+	start := time.Now()
 	r, err := f.srv.Do(ctx, cmd)
+	f.mu.Lock()
+	a, timeout := f.last, f.timeout
+	f.mu.Unlock()
+	wait := func(secs int32) time.Duration { return time.Duration(min(max(secs, 0), 300)) * time.Second }
+	limit := timeout + answerGrace + transportSlack + wait(cmd.GetDelaySeconds()) + wait(cmd.GetStaggerSeconds())
+	if took := time.Since(start); err == nil && timeout > 0 && took > limit {
+		t.Errorf("command %q answered after %s, more than its %s deadline plus the agent's %s grace (and %s for the trip)",
+			cmd.GetCommandId(), took.Round(time.Millisecond), timeout, answerGrace, transportSlack)
+	}
 	if err != nil {
-		f.t.Fatalf("command %q: %v (so far %+v)", cmd.GetCommandId(), err, r)
+		dump := "(no agent started)"
+		if a != nil {
+			dump = a.goroutines()
+		}
+		t.Fatalf("command %q: %v (so far %+v)\nagent goroutines:\n%s\ntest fleet server goroutines:\n%s", cmd.GetCommandId(), err, r, dump, serverGoroutines())
 	}
 	return r
+}
+
+// serverGoroutines are the stacks of this test binary's goroutines that are in the
+// test fleet server or in a gRPC transport (the server's connections among them): the
+// other half of "where did the command wait?".
+func serverGoroutines() string {
+	var out []string
+	for _, g := range strings.Split(stacks(), "\n\n") {
+		if strings.Contains(g, "fleetserver") || strings.Contains(g, "grpc/internal/transport") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
+}
+
+// stacks is every goroutine's stack in this process.
+func stacks() string {
+	for n := 1 << 20; ; n *= 2 {
+		buf := make([]byte, n)
+		if k := runtime.Stack(buf, true); k < n {
+			return string(buf[:k])
+		}
+	}
+}
+
+// dumpMarker begins the agent's goroutine dump in its log.
+const dumpMarker = "goroutine dump:"
+
+// goroutines asks the agent for a goroutine dump (SIGUSR1, docs/agent.md) and returns
+// it as the agent logged it, or why there is none. The agent keeps running.
+func (a *agentProc) goroutines() string {
+	if !a.running() {
+		return "(the agent has exited)"
+	}
+	before := strings.Count(a.stderr.String(), dumpMarker)
+	if err := a.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		return "(SIGUSR1: " + err.Error() + ")"
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if log := a.stderr.String(); strings.Count(log, dumpMarker) > before {
+			return log[strings.LastIndex(log, dumpMarker):]
+		}
+	}
+	return "(no goroutine dump within 10s)"
 }
 
 // expectTerminal fails the test unless r ended with status and exit code, rows exactly

@@ -62,6 +62,11 @@ var built struct {
 const defaultParallel = 6
 
 func TestMain(m *testing.M) {
+	if os.Getenv(recordedServerEnv) != "" {
+		// The test binary was started as a killable fleet server
+		// (TestFleetServerKilled).
+		os.Exit(recordedServer())
+	}
 	flag.Parse()
 	explicit := false
 	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })

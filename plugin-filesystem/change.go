@@ -225,7 +225,7 @@ func validated(out *sdk.Output, raw, base string) (string, *sdk.Result) {
 // compileRegex applies the nested-quantifier guard and compiles pat; on failure the
 // error row has been written.
 func compileRegex(out *sdk.Output, pat string, caseInsensitive bool) (*regexp.Regexp, *sdk.Result) {
-	if pattern.HasNestedQuantifiers(pat) {
+	if pattern.NestedQuantifiersTooLarge(pat) {
 		r := out.Fail(msgNested)
 		return nil, &r
 	}

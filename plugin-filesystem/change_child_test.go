@@ -291,7 +291,7 @@ func childSearchBig(t *testing.T, bin string) {
 	h := sdktest.Start(t, bin, sdk.Config{})
 	pid := childPid(t, h)
 	for _, c := range searchChildCases {
-		params := map[string]string{"path": file, "pattern": c.pattern, "regex": strconv.FormatBool(c.regex), "max_matches": "10000"}
+		params := c.params(file)
 		t0 := time.Now()
 		o := h.Run("search", params)
 		took := time.Since(t0)
@@ -307,7 +307,7 @@ func childSearchBig(t *testing.T, bin string) {
 			float64(took.Microseconds())/1000, float64(g.Microseconds())/1000, took.Seconds()/g.Seconds())
 	}
 	hwm := peakRSS(t, pid)
-	t.Logf("child peak RSS after searching 100 MiB three ways: %.1f MB", float64(hwm)/1e6)
+	t.Logf("child peak RSS after searching 100 MiB %d ways: %.1f MB", len(searchChildCases), float64(hwm)/1e6)
 	if hwm >= 64e6 {
 		t.Errorf("child peak RSS %d bytes, want under 64 MB", hwm)
 	}
@@ -315,25 +315,30 @@ func childSearchBig(t *testing.T, bin string) {
 
 // searchChildCases are the end-to-end search cases, the same patterns as the
 // searcher's own benchmark (internal/pattern) and bench/search_vs_grep.sh.
-var searchChildCases = []struct {
-	name    string
-	pattern string
-	regex   bool
-	grep    []string
-}{
-	{"literal", "ERROR disk", false, []string{"-F", "-e", "ERROR disk"}},
-	{"regex with literal", `disk sd[a-z][0-9]+ failed`, true, []string{"-E", "-e", `disk sd[a-z][0-9]+ failed`}},
-	{"regex without literal", `[A-Z]{5}\s[a-z]{4}\s[a-z]{2}[a-z][0-9]`, true,
+var searchChildCases = []searchChildCase{
+	{"literal", "ERROR disk", false, false, []string{"-F", "-e", "ERROR disk"}},
+	{"literal case-insensitive", "error disk", false, true, []string{"-i", "-F", "-e", "error disk"}},
+	{"regex with literal", `disk sd[a-z][0-9]+ failed`, true, false, []string{"-E", "-e", `disk sd[a-z][0-9]+ failed`}},
+	{"regex without literal", `[A-Z]{5}\s[a-z]{4}\s[a-z]{2}[a-z][0-9]`, true, false,
 		[]string{"-E", "-e", `[A-Z]{5}[[:space:]][a-z]{4}[[:space:]][a-z]{2}[a-z][0-9]`}},
 }
 
-// grepTime runs LC_ALL=C grep -n -m 10000 on file, best of three, and counts its lines.
-func grepTime(t testing.TB, file string, c struct {
+type searchChildCase struct {
 	name    string
 	pattern string
 	regex   bool
-	grep    []string
-}) (time.Duration, int) {
+	fold    bool     // case_sensitive=false
+	grep    []string // grep's arguments for the same search
+}
+
+// params are the search action's parameters for the case.
+func (c searchChildCase) params(file string) map[string]string {
+	return map[string]string{"path": file, "pattern": c.pattern, "regex": strconv.FormatBool(c.regex),
+		"case_sensitive": strconv.FormatBool(!c.fold), "max_matches": "10000"}
+}
+
+// grepTime runs LC_ALL=C grep -n -m 10000 on file, best of three, and counts its lines.
+func grepTime(t testing.TB, file string, c searchChildCase) (time.Duration, int) {
 	t.Helper()
 	best := time.Duration(1<<63 - 1)
 	var n int
@@ -452,7 +457,7 @@ func BenchmarkSearchChild(b *testing.B) {
 	for _, c := range searchChildCases {
 		b.Run(strings.ReplaceAll(c.name, " ", "_"), func(b *testing.B) {
 			h := sdktest.Start(b, bin, sdk.Config{})
-			params := map[string]string{"path": file, "pattern": c.pattern, "regex": strconv.FormatBool(c.regex), "max_matches": "10000"}
+			params := c.params(file)
 			b.SetBytes(fi.Size())
 			var matches int
 			for b.Loop() {

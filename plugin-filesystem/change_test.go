@@ -164,8 +164,11 @@ func TestSearchRows(t *testing.T) {
 		{"max_matches above 10000 clamps", map[string]string{"pattern": "alpha", "max_matches": "2000000"}, all, 0},
 		{"max_matches junk", map[string]string{"pattern": "alpha", "max_matches": "12abc"},
 			`error|parameter max_matches: not a valid int32: "12abc"`, 1},
-		{"nested quantifiers", map[string]string{"pattern": "(a+)+", "regex": "true"}, "error|" + msgNested, 1},
-		{"nested quantifiers ignored for literals", map[string]string{"pattern": "(a+)+"}, "total_matches|0", 0},
+		{"nested quantifiers that expand too far", map[string]string{"pattern": "(?:a{500}){3}", "regex": "true"}, "error|" + msgNested, 1},
+		{"nested quantifiers Go cannot compile", map[string]string{"pattern": "(a{1000}){1000}", "regex": "true"}, "error|" + msgNested, 1},
+		{"nested quantifiers upstream refused are fine", map[string]string{"pattern": "(l+p+h?)+a", "regex": "true"},
+			"match|1|alpha\nmatch|3|GAMMA alpha\nmatch|5|last alpha\x00tail\ntotal_matches|3", 0},
+		{"nested quantifiers ignored for literals", map[string]string{"pattern": "(?:a{500}){3}"}, "total_matches|0", 0},
 		{"invalid regex", map[string]string{"pattern": "(", "regex": "true"}, "error|invalid regex: missing closing ): `(`", 1},
 		{"backreference", map[string]string{"pattern": `(a)\1`, "regex": "true"},
 			"error|invalid regex: invalid escape sequence: `\\1`", 1},
@@ -257,7 +260,9 @@ func TestReplaceRows(t *testing.T) {
 			"replacements_made|3\nfile_size_before|28\nfile_size_after|25\ndry_run|true", 0, orig},
 		{"dry_run false", map[string]string{"search": "two", "replacement": "2", "dry_run": "false"},
 			"replacements_made|1\nfile_size_before|28\nfile_size_after|26", 0, "key=one\r\nname=2\nkey=three\n"},
-		{"nested quantifiers", map[string]string{"search": "(a*){2}", "regex": "true"}, "error|" + msgNested, 1, orig},
+		{"nested quantifiers that expand too far", map[string]string{"search": "(.{0,100}){10}", "regex": "true"}, "error|" + msgNested, 1, orig},
+		{"nested quantifiers upstream refused are fine", map[string]string{"search": "(e+)+", "replacement": "E", "regex": "true", "dry_run": "true"},
+			"replacements_made|5\nfile_size_before|28\nfile_size_after|27\ndry_run|true", 0, orig},
 		{"invalid regex", map[string]string{"search": "[z-a]", "regex": "true"}, "error|invalid regex: invalid character class range: `z-a`", 1, orig},
 		{"lookahead", map[string]string{"search": "a(?=b)", "regex": "true"}, "error|invalid regex: invalid or unsupported Perl syntax: `(?=`", 1, orig},
 		{"negative limit", map[string]string{"search": "key", "max_replacements": "-1"},
@@ -1107,8 +1112,8 @@ func TestChangeAttackCorpus(t *testing.T) {
 			params: map[string]string{"path": a.path, "base_dir": a.base, "content": "PWNED", "create": "true"}})
 	}
 	// Patterns and integers.
-	badRegexes := []string{"(", "[", `a\`, "*", "(?P<n", "[z-a]", `(a)\1`, "(?=x)", "(?<=x)x", "(a+)+", "(x*)*",
-		"(a|b+){2}", "x{2,1}", `\p{Nope}`, strings.Repeat("(", 257)}
+	badRegexes := []string{"(", "[", `a\`, "*", "(?P<n", "[z-a]", `(a)\1`, "(?=x)", "(?<=x)x", "(?:a{500}){3}", "(a{1000}){1000}",
+		"(.{0,100}){10}", "x{2,1}", `\p{Nope}`, strings.Repeat("(", 257)}
 	for _, re := range badRegexes {
 		cases = append(cases,
 			attack{name: "search/regex " + re[:min(len(re), 12)], action: "search",

@@ -386,14 +386,14 @@ func searchDir(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Resu
 	pat := req.Params.Get("pattern", "")
 	match := func(name string) bool { return pattern.GlobMatch(pat, name) }
 	if req.Params.Bool("regex", false) {
-		if pattern.HasNestedQuantifiers(pat) {
+		if pattern.NestedQuantifiersTooLarge(pat) {
 			return out.Fail("regex contains nested quantifiers (potential ReDoS)"), nil
 		}
 		re, err := pattern.CompileName(pat)
 		if err != nil {
 			return out.Fail("invalid regex: " + err.Error()), nil
 		}
-		match = re.MatchString
+		match = pattern.NewMatcher(re).MatchString
 	}
 	maxDepth, _ := req.Params.Int("max_depth", 5)
 	maxDepth = min(max(maxDepth, 1), 20)

@@ -83,7 +83,7 @@ func newPluginWith(r reader) *sdk.Plugin {
 func osSupport() sdk.ActionOption {
 	return func(a *sdk.Action) {
 		sdk.OnLinux(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "firewalld_dbus",
-			Fallback: "nftables_netlink, then ufw_status_numbered, then iptables_s, else backend|none"})(a)
+			Fallback: "nftables_netlink with iptables_legacy_save (their union); ufw_status_numbered when nftables holds no table; else backend|none"})(a)
 		sdk.OnDarwin(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "socketfilterfw_pfctl"})(a)
 		sdk.OnWindows(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "inetfwpolicy2_com"})(a)
 	}

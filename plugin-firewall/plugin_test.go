@@ -72,7 +72,7 @@ func TestRowsThroughTheSDK(t *testing.T) {
 			row.New("rule", `C:\Tools\`, "enabled", "in", "allow", "7"),
 			row.New("app", "/Applications/\xff.app", "allow"),
 			row.New("rule", "pass in all\r"),
-			row.New("rule", "new_chain", "mine", ""),
+			row.New("rule", "iptables", "ip", "filter", "mine", "new_chain", ""),
 		},
 	}
 	h := sdktest.New(t, newPluginWith(r), sdk.Config{})
@@ -87,7 +87,7 @@ func TestRowsThroughTheSDK(t *testing.T) {
 			`rule|C:\Tools/|enabled|in|allow|7`,
 			"app|/Applications/\uFFFD.app|allow",
 			"rule|pass in all ",
-			"rule|new_chain|mine|",
+			"rule|iptables|ip|filter|mine|new_chain|",
 		}},
 	}
 	for _, tt := range tests {
@@ -154,10 +154,12 @@ func TestDeclaredRowKinds(t *testing.T) {
 		Diag:       []row.Row{parse.NftFallthroughRow(parse.DumpRule, parse.ReasonTimeout)},
 		TablesSeen: true, FailedDump: parse.DumpRule, FailedReason: parse.ReasonTimeout,
 	}
+	legacy := linux.LegacyResult{Families: []linux.LegacyFamily{{Family: 2, Read: true, Listed: []string{"filter"},
+		Tables: []parse.IptTable{{Name: "filter", Entries: []parse.IptEntry{{Kind: parse.IptAppend, Chain: "INPUT", Spec: "-j DROP"}}}}}}}
 	ladders := []*linux.Ladder{
 		{Firewalld: func(context.Context) linux.FirewalldResult {
 			return linux.FirewalldResult{Reachable: true, Complete: true,
-				Zones: []linux.Zone{{Name: "public", Services: []string{"ssh"}}}}
+				Zones: []linux.Zone{{Name: "public", Target: "default", Services: []string{"ssh"}}}}
 		}},
 		{Nftables: func(context.Context) linux.NftResult {
 			return linux.NftResult{Answered: true, Tables: 1,
@@ -167,17 +169,21 @@ func TestDeclaredRowKinds(t *testing.T) {
 		{Nftables: func(context.Context) linux.NftResult { return failed },
 			Run: tool("Status: active\n[ 1] 22/tcp  ALLOW IN  Anywhere\n", 0)},
 		{Nftables: func(context.Context) linux.NftResult { return failed },
-			Run: tool("-P INPUT DROP\n-A INPUT -j ACCEPT\n", 0)},
+			Run:    tool("Status: inactive\n", 0),
+			Legacy: func(context.Context) linux.LegacyResult { return legacy }},
 		{Nftables: func(context.Context) linux.NftResult { return failed }, Run: tool("", 1)},
 	}
 	for _, l := range ladders {
 		if l.Firewalld == nil {
 			l.Firewalld = func(context.Context) linux.FirewalldResult { return linux.FirewalldResult{} }
 		}
+		if l.Legacy == nil {
+			l.Legacy = func(context.Context) linux.LegacyResult { return linux.LegacyResult{} }
+		}
 		if l.Run == nil {
 			l.Run = tool("", 1)
 		}
-		l.UfwPath, l.IptablesPath, l.ToolTimeout, l.Total = "/u", "/i", linux.DefaultToolTimeout, linux.DefaultTotal
+		l.UfwPath, l.ToolTimeout, l.Total = "/u", linux.DefaultToolTimeout, linux.DefaultTotal
 		state = append(state, l.State(context.Background())...)
 		rules = append(rules, l.Rules(context.Background())...)
 	}

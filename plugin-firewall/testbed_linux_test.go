@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -233,6 +234,15 @@ func (tb *testbed) loadNft(ruleset string) {
 	tb.run(setup{}, "/usr/sbin/nft", "-f", path)
 }
 
+// loadLegacy loads iptables-legacy-restore files into the namespace: the IPv4 file,
+// then the IPv6 one. Their tables are invisible to nftables.
+func (tb *testbed) loadLegacy(v4, v6 string) {
+	tb.t.Helper()
+	needTools(tb.t, "/usr/sbin/iptables-legacy-restore", "/usr/sbin/ip6tables-legacy-restore")
+	tb.run(setup{}, "/usr/sbin/iptables-legacy-restore", v4)
+	tb.run(setup{}, "/usr/sbin/ip6tables-legacy-restore", v6)
+}
+
 // startPlugin starts the real plugin binary inside the namespace, through the real
 // go-plugin handshake (sdktest.Start), and returns the harness. The plugin is
 // stopped when the test ends, before anything else of the testbed.
@@ -359,15 +369,30 @@ func (tb *testbed) startBus() string {
 }
 
 // startFirewalld runs the real firewalld inside the namespace, on the private bus at
-// bus, with the host's /etc/firewalld copied and these zone files added, and waits
-// until it reports RUNNING. Its nftables table lives in the namespace and goes with
-// it; the host's firewall is untouched.
-func (tb *testbed) startFirewalld(bus string, zones map[string]string) {
+// bus, with the host's /etc/firewalld copied, these zone files added and, unless it
+// is empty, defaultZone as its default zone, and waits until it reports RUNNING. Its
+// nftables table lives in the namespace and goes with it; the host's firewall is
+// untouched.
+func (tb *testbed) startFirewalld(bus, defaultZone string, zones map[string]string) {
 	tb.t.Helper()
 	needTools(tb.t, "/usr/sbin/firewalld")
 	tb.copyOnce("/etc/firewalld", "etc-firewalld")
 	if err := os.MkdirAll(filepath.Join(tb.dir, "etc-firewalld", "zones"), 0o755); err != nil {
 		tb.t.Fatal(err)
+	}
+	if defaultZone != "" {
+		conf := filepath.Join(tb.dir, "etc-firewalld", "firewalld.conf")
+		b, err := os.ReadFile(conf)
+		if err != nil {
+			tb.t.Fatal(err)
+		}
+		text := regexp.MustCompile(`(?m)^DefaultZone=.*$`).ReplaceAllString(string(b), "DefaultZone="+defaultZone)
+		if !strings.Contains(text, "DefaultZone="+defaultZone) {
+			tb.t.Fatalf("%s has no DefaultZone line to change", conf)
+		}
+		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+			tb.t.Fatal(err)
+		}
 	}
 	for name, xml := range zones {
 		if err := os.WriteFile(filepath.Join(tb.dir, "etc-firewalld", "zones", name+".xml"), []byte(xml), 0o644); err != nil {

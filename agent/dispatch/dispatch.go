@@ -93,7 +93,7 @@ func (d *Dispatcher) Do(ctx context.Context, req supervisor.Request, onRows func
 			if ctx.Err() != nil {
 				return sdk.Result{}, ctx.Err()
 			}
-			return sdk.Result{}, &supervisor.TimeoutError{Plugin: req.Plugin, Deadline: req.Timeout}
+			return sdk.Result{}, &supervisor.WaitTimeoutError{Plugin: req.Plugin, Deadline: req.Timeout, For: "a free slot on plugin " + req.Plugin}
 		}
 	}
 	defer func() { <-slots }()

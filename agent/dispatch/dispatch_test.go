@@ -98,9 +98,12 @@ func TestQueuedCommandTimesOut(t *testing.T) {
 	}()
 	waitFor(t, func() bool { return g.running.Load() == 1 })
 	_, err := d.Do(context.Background(), supervisor.Request{Plugin: "p", Timeout: 50 * time.Millisecond}, nil)
-	var te *supervisor.TimeoutError
+	var te *supervisor.WaitTimeoutError
 	if !errors.As(err, &te) {
-		t.Fatalf("err = %v, want a TimeoutError", err)
+		t.Fatalf("err = %v, want a WaitTimeoutError", err)
+	}
+	if want := "command timed out after 0.05s waiting for a free slot on plugin p; it did not run"; err.Error() != want {
+		t.Errorf("err = %q, want %q", err, want)
 	}
 	if len(d.queue) != 0 {
 		t.Errorf("queue holds %d after the timeout, want 0", len(d.queue))

@@ -48,6 +48,22 @@ func Seconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
 }
 
+// WaitTimeoutError says a command's deadline passed before it reached its plugin:
+// while it queued for a free slot, or while the plugin was starting or waiting out a
+// restart. The plugin never ran it.
+type WaitTimeoutError struct {
+	Plugin   string
+	Deadline time.Duration
+	// For is what the command waited for: "a free slot on plugin NAME" or "plugin
+	// NAME to start (STATE: LAST ERROR)".
+	For string
+}
+
+// Error says what happened.
+func (e *WaitTimeoutError) Error() string {
+	return "command timed out after " + Seconds(e.Deadline) + " waiting for " + e.For + "; it did not run"
+}
+
 // FailedError says the plugin is in the failed state: it exhausted its restart budget
 // and commands are refused until Until.
 type FailedError struct {

@@ -110,6 +110,8 @@ type (
 	evLaunched struct {
 		c   Child
 		err error
+		// slow says the start failed because it ran out of StartTimeout.
+		slow bool
 	}
 	evExited      struct{ c *child }
 	evBackoffDone struct{}
@@ -145,7 +147,7 @@ func (k *keeper) run() {
 		case evAcquire:
 			k.onAcquire(e.reply)
 		case evLaunched:
-			k.onLaunched(e.c, e.err)
+			k.onLaunched(e.c, e.err, e.slow)
 		case evExited:
 			k.onExited(e.c)
 		case evBackoffDone:
@@ -244,13 +246,14 @@ func (k *keeper) launch(reason string) {
 		ctx, cancel := context.WithTimeout(context.Background(), o.StartTimeout)
 		defer cancel()
 		c, err := k.sup.launcher.Launch(ctx, k.bin, cfg)
-		if !k.send(evLaunched{c: c, err: err}) && c != nil {
+		slow := err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
+		if !k.send(evLaunched{c: c, err: err, slow: slow}) && c != nil {
 			c.Kill()
 		}
 	}()
 }
 
-func (k *keeper) onLaunched(c Child, err error) {
+func (k *keeper) onLaunched(c Child, err error, slow bool) {
 	k.launching = false
 	if len(k.stopping) > 0 {
 		if c != nil {
@@ -271,6 +274,12 @@ func (k *keeper) onLaunched(c Child, err error) {
 			k.transition(StateRefused, err.Error())
 		} else {
 			k.failure(err.Error())
+			if slow && k.state == StateBackoff {
+				// A start that ran out of time on a busy machine may well make it
+				// on the restart just scheduled: the commands waiting for it keep
+				// waiting, each no longer than its own deadline (acquireBy).
+				return
+			}
 		}
 		k.answer(acquired{err: err})
 		return
@@ -410,6 +419,27 @@ func (k *keeper) acquire(ctx context.Context) (*child, error) {
 	}
 }
 
+// acquireBy is acquire bounded by a command's deadline (none when zero): a plugin that
+// is slow to start, or waiting out a restart, must not leave the command unanswered
+// past it.
+func (k *keeper) acquireBy(ctx context.Context, deadline time.Time, timeout time.Duration) (*child, error) {
+	if deadline.IsZero() {
+		return k.acquire(ctx)
+	}
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	c, err := k.acquire(wctx)
+	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
+		st := k.status()
+		what := fmt.Sprintf("plugin %s to start (%s", k.bin.Name, st.State)
+		if st.LastError != "" {
+			what += ": " + st.LastError
+		}
+		return nil, &WaitTimeoutError{Plugin: k.bin.Name, Deadline: timeout, For: what + ")"}
+	}
+	return c, err
+}
+
 // stop ends the running child gracefully and leaves the plugin stopped; it returns
 // once the child is gone.
 func (k *keeper) stop() {
@@ -473,7 +503,7 @@ func (k *keeper) execute(ctx context.Context, req Request, onRows func([]string)
 	if timeout <= 0 && !deadline.IsZero() {
 		timeout = deadline.Sub(start)
 	}
-	c, err := k.acquire(ctx)
+	c, err := k.acquireBy(ctx, deadline, timeout)
 	if err != nil {
 		return sdk.Result{}, err
 	}

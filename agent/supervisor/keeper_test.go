@@ -155,7 +155,9 @@ func newTestSupervisor(t *testing.T, l *fakeLauncher, opts Options) *Supervisor 
 		t.Fatal(err)
 	}
 	opts.PluginDir = dir
-	opts.Launcher = l
+	if opts.Launcher == nil {
+		opts.Launcher = l
+	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v
@@ -327,6 +329,64 @@ func TestKeeperDeadlineKill(t *testing.T) {
 	if len(l.startTimes()) != 2 {
 		t.Errorf("%d starts, want a restart after the kill", len(l.startTimes()))
 	}
+}
+
+// The deadline also bounds the wait for a child: a command whose plugin is still
+// starting, or waiting out a restart, when its deadline passes is answered then with
+// WaitTimeoutError naming the state, and the plugin goes on starting for the next.
+func TestKeeperDeadlineCoversTheStart(t *testing.T) {
+	l := &fakeLauncher{delay: 500 * time.Millisecond}
+	s := newTestSupervisor(t, l, Options{BackoffMin: time.Hour, BackoffMax: time.Hour})
+	_, _, err := run(s, "ok", "", 50*time.Millisecond)
+	var waited *WaitTimeoutError
+	if !errors.As(err, &waited) || err.Error() != "command timed out after 0.05s waiting for plugin fake to start (starting); it did not run" {
+		t.Fatalf("during the start: %v, want WaitTimeoutError", err)
+	}
+	waitState(t, s, StateRunning)
+	if _, _, err := run(s, "crash", "", time.Second); err == nil {
+		t.Fatal("the crash answered without an error")
+	}
+	waitState(t, s, StateBackoff)
+	_, _, err = run(s, "ok", "", 50*time.Millisecond)
+	if !errors.As(err, &waited) || err.Error() != "command timed out after 0.05s waiting for plugin fake to start (backoff: exited unexpectedly (exit status 3)); it did not run" {
+		t.Fatalf("during the backoff: %v, want WaitTimeoutError", err)
+	}
+}
+
+// A start that runs out of StartTimeout (a busy machine) is retried after the backoff,
+// and a command waiting for it waits for the retry within its own deadline rather
+// than failing with the first start's error.
+func TestKeeperSlowStartRetriedForTheWaitingCommand(t *testing.T) {
+	l := &fakeLauncher{}
+	l.fail = func(n int) error {
+		if n == 1 {
+			return errors.New("configure: deadline exceeded")
+		}
+		return nil
+	}
+	slow := &slowFirstLauncher{fakeLauncher: l}
+	s := newTestSupervisor(t, l, Options{Launcher: slow, StartTimeout: 50 * time.Millisecond})
+	rows, _, err := run(s, "ok", "c", 10*time.Second)
+	if err != nil || rows != "ok|c" {
+		t.Fatalf("rows %q, error %v: want the command answered by the restarted child", rows, err)
+	}
+	if n := len(l.startTimes()); n != 2 {
+		t.Errorf("%d starts, want the slow one and its retry", n)
+	}
+	if st := s.Status()[0]; st.Restarts != 1 {
+		t.Errorf("restarts %d, want the slow start counted", st.Restarts)
+	}
+}
+
+// slowFirstLauncher makes its first start outlast its context, as a start on a busy
+// machine would, then fails it with the fake's error.
+type slowFirstLauncher struct{ *fakeLauncher }
+
+func (l *slowFirstLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (Child, error) {
+	if len(l.startTimes()) == 0 {
+		<-ctx.Done()
+	}
+	return l.fakeLauncher.Launch(ctx, b, cfg)
 }
 
 // A cancelled command whose handler stops in time costs nothing; one whose handler

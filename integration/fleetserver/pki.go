@@ -132,3 +132,27 @@ func (p *PKI) ServerTLS() *tls.Config {
 		ClientCAs:    p.pool,
 	}
 }
+
+// LoadServerTLS is ServerTLS for an authority made earlier (by NewPKI, perhaps in
+// another process): the CA, the server certificate and its key, read from their PEM
+// files.
+func LoadServerTLS(ca, cert, key string) (*tls.Config, error) {
+	pem, err := os.ReadFile(ca)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no certificate", ca)
+	}
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{pair},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    pool,
+	}, nil
+}

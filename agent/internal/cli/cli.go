@@ -70,6 +70,11 @@ run flags:
   --heartbeat DURATION      heartbeat period, e.g. 30s or 30 [YUZU_HEARTBEAT] (default 30s)
   --metrics-listen ADDR     serve Prometheus metrics on ADDR/metrics [YUZU_METRICS_LISTEN]
                             (default off)
+  --spool-answer-mib N      rows of one answer kept on disk until the server has them, so
+                            a broken connection loses none [YUZU_SPOOL_ANSWER_MIB]
+                            (default 64; 0 keeps none)
+  --spool-total-mib N       the same for all answers together [YUZU_SPOOL_TOTAL_MIB]
+                            (default 512; 0 keeps none)
   TLS is on by default and fails closed: without --ca-cert or --tls-system-roots the
   agent refuses to start.
 
@@ -111,6 +116,8 @@ type config struct {
 	enrollmentToken string
 	heartbeat       string
 	metricsListen   string
+	spoolAnswer     string
+	spoolTotal      string
 	noTLS           bool
 	tlsSystemRoots  bool
 }
@@ -131,6 +138,8 @@ var valueFlags = map[string]string{
 	"enrollment-token": "YUZU_ENROLLMENT_TOKEN",
 	"heartbeat":        "YUZU_HEARTBEAT",
 	"metrics-listen":   "YUZU_METRICS_LISTEN",
+	"spool-answer-mib": "YUZU_SPOOL_ANSWER_MIB",
+	"spool-total-mib":  "YUZU_SPOOL_TOTAL_MIB",
 }
 
 // parseArgs separates global flags (accepted anywhere before `--`) from positional
@@ -237,6 +246,8 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 	cfg.enrollmentToken = str("enrollment-token")
 	cfg.heartbeat = str("heartbeat")
 	cfg.metricsListen = str("metrics-listen")
+	cfg.spoolAnswer = str("spool-answer-mib")
+	cfg.spoolTotal = str("spool-total-mib")
 	var err error
 	if cfg.noTLS, err = boolFlag(bools, "no-tls", getenv); err != nil {
 		problems = append(problems, err)
@@ -349,6 +360,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := interruptible(log)
 	defer stop()
+	defer watchDumps(log)()
 
 	var code int
 	switch pos[0] {

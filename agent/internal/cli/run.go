@@ -69,9 +69,29 @@ const (
 
 // runSettings are run's flags, checked.
 type runSettings struct {
-	server    string
-	heartbeat time.Duration
-	tls       *tls.Config // nil with --no-tls
+	server                  string
+	heartbeat               time.Duration
+	tls                     *tls.Config // nil with --no-tls
+	spoolAnswer, spoolTotal int64       // bytes; negative: keep none
+}
+
+// maxSpoolMiB bounds the spool flags: a terabyte of rows on disk is past any purpose.
+const maxSpoolMiB = 1 << 20
+
+// spoolBytes reads a spool flag: a whole number of MiB, 0 meaning none (negative
+// bytes for the session), empty meaning the default (0 bytes for the session).
+func spoolBytes(flag, v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > maxSpoolMiB {
+		return 0, usagef("--%s %q: want a whole number of MiB from 0 to %d", flag, rows.Printable(v), maxSpoolMiB)
+	}
+	if n == 0 {
+		return -1, nil
+	}
+	return n << 20, nil
 }
 
 // checkRun validates run's flags; every problem is a usage error except a TLS file that
@@ -99,13 +119,19 @@ func checkRun(cfg config) (runSettings, error) {
 			return rs, usagef("--metrics-listen %q: %v", rows.Printable(cfg.metricsListen), err)
 		}
 	}
+	var err error
+	if rs.spoolAnswer, err = spoolBytes("spool-answer-mib", cfg.spoolAnswer); err != nil {
+		return rs, err
+	}
+	if rs.spoolTotal, err = spoolBytes("spool-total-mib", cfg.spoolTotal); err != nil {
+		return rs, err
+	}
 	if cfg.noTLS {
 		if cfg.caCert != "" || cfg.clientCert != "" || cfg.clientKey != "" || cfg.tlsSystemRoots {
 			return rs, usagef("--no-tls turns TLS off: it cannot go with --ca-cert, --tls-system-roots, --client-cert or --client-key")
 		}
 		return rs, nil
 	}
-	var err error
 	rs.tls, err = session.ClientTLS(session.TLSFiles{
 		CA: cfg.caCert, SystemRoots: cfg.tlsSystemRoots, ClientCert: cfg.clientCert, ClientKey: cfg.clientKey,
 	})
@@ -195,18 +221,21 @@ func runFleet(ctx context.Context, cfg config, log hclog.Logger, args []string, 
 	}
 	log.Info("agent starting", "agent_id", cfg.agentID, "server", rs.server, "tls", rs.tls != nil, "plugins", strings.Join(sup.Plugins(), ","))
 	s := session.New(session.Options{
-		Server:          rs.server,
-		TLS:             rs.tls,
-		EnrollmentToken: cfg.enrollmentToken,
-		Heartbeat:       rs.heartbeat,
-		Timeout:         cfg.timeout,
-		AgentID:         cfg.agentID,
-		AgentVersion:    Version,
-		DataDir:         cfg.dataDir,
-		Plugins:         sup,
-		Journal:         j,
-		Metrics:         m,
-		Logger:          log.Named("fleet"),
+		Server:           rs.server,
+		TLS:              rs.tls,
+		EnrollmentToken:  cfg.enrollmentToken,
+		Heartbeat:        rs.heartbeat,
+		Timeout:          cfg.timeout,
+		AgentID:          cfg.agentID,
+		AgentVersion:     Version,
+		DataDir:          cfg.dataDir,
+		Plugins:          sup,
+		Journal:          j,
+		SpoolDir:         filepath.Join(cfg.dataDir, fleetDir, "spool"),
+		SpoolAnswerBytes: rs.spoolAnswer,
+		SpoolTotalBytes:  rs.spoolTotal,
+		Metrics:          m,
+		Logger:           log.Named("fleet"),
 	})
 	if err := s.Run(ctx); err != nil {
 		log.Error("stopping for good", "error", rows.Printable(err.Error()))

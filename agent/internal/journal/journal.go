@@ -9,11 +9,13 @@
 // segment through sdk/atomicfile, so a segment is either whole or absent; many callers
 // waiting at once share one write (group commit).
 //
-// Only a terminal answer has to be on disk before anyone goes on: Finish returns once
-// its record is written, so an answer never leaves before the record that replays it.
-// A start record is not waited for either, but the writer is woken for it at once:
-// it is what keeps a command the agent was killed in from running again after the
-// restart, so its window stays one write long. A delivery record (MarkSent) rides with
+// Two records are waited for. Finish returns once a terminal answer is written, so an
+// answer never leaves before the record that replays it. A start record is written at
+// once and its caller waits for it before the command runs (Started), so a command
+// the agent was killed in is always known after the restart: answered there, never
+// run again and never left silent. An accept record (a command that waits before it
+// starts) rides with the next write, so a command killed while it waited is known to
+// have never run. A delivery record (MarkSent) rides with
 // the next flush, or goes on its own once it has waited lazyDelay (0.1 s), so a
 // command costs two writes rather than three; a crash in that moment loses it, and the
 // answer counts as unsent and is sent once more after the restart, which a fleet
@@ -87,7 +89,7 @@ type Entry struct {
 
 // record is one line of a segment.
 type record struct {
-	Op     string `json:"op"` // "start", "done" or "sent"
+	Op     string `json:"op"` // "accept", "start", "done" or "sent"
 	ID     string `json:"id"`
 	At     int64  `json:"at,omitempty"` // Unix milliseconds
 	Resp   []byte `json:"resp,omitempty"`
@@ -95,9 +97,10 @@ type record struct {
 }
 
 const (
-	opStart = "start"
-	opDone  = "done"
-	opSent  = "sent"
+	opAccept = "accept"
+	opStart  = "start"
+	opDone   = "done"
+	opSent   = "sent"
 )
 
 // Journal is the durable record. Its methods are safe for concurrent use.
@@ -110,8 +113,10 @@ type Journal struct {
 	mu          sync.Mutex
 	entries     map[string]*Entry
 	order       []string // finished ids, oldest first (may hold ids already forgotten)
+	accepted    map[string]bool
 	started     map[string]bool
 	interrupted []string
+	notStarted  []string
 	pending     []record
 	waiters     []chan error
 	due         bool        // the writer is to flush pending now
@@ -177,12 +182,13 @@ func openWith(dir string, delay time.Duration) (*Journal, error) {
 		return nil, fmt.Errorf("journal: directory %w", err)
 	}
 	j := &Journal{
-		dir:     dir,
-		delay:   delay,
-		entries: map[string]*Entry{},
-		started: map[string]bool{},
-		wake:    make(chan struct{}, 1),
-		done:    make(chan struct{}),
+		dir:      dir,
+		delay:    delay,
+		entries:  map[string]*Entry{},
+		accepted: map[string]bool{},
+		started:  map[string]bool{},
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
 	}
 	if err := j.load(); err != nil {
 		return nil, err
@@ -191,9 +197,14 @@ func openWith(dir string, delay time.Duration) (*Journal, error) {
 		j.interrupted = append(j.interrupted, id)
 	}
 	slices.Sort(j.interrupted)
-	// What was interrupted is now the caller's to settle; the start records go at the
-	// next compaction.
+	for id := range j.accepted {
+		j.notStarted = append(j.notStarted, id)
+	}
+	slices.Sort(j.notStarted)
+	// What was interrupted or never started is now the caller's to settle; their
+	// records go at the next compaction.
 	clear(j.started)
+	clear(j.accepted)
 	if len(j.segments) > 1 {
 		if err := j.compact(); err != nil {
 			return nil, err
@@ -256,9 +267,13 @@ func (j *Journal) apply(data []byte) (int, error) {
 			return n, fmt.Errorf("record %d out of bounds", n+1)
 		}
 		switch r.Op {
+		case opAccept:
+			j.accepted[r.ID] = true
 		case opStart:
+			delete(j.accepted, r.ID)
 			j.started[r.ID] = true
 		case opDone:
+			delete(j.accepted, r.ID)
 			delete(j.started, r.ID)
 			j.remember(&Entry{ID: r.ID, Response: r.Resp, Replay: r.Replay, At: time.UnixMilli(r.At)})
 		case opSent:
@@ -317,6 +332,15 @@ func (j *Journal) Interrupted() []string {
 	return slices.Clone(j.interrupted)
 }
 
+// NotStarted returns the ids of commands the agent had accepted but not yet handed to
+// their plugin (waiting for a stagger, a delay or a slot) when it last stopped, sorted.
+// They never ran.
+func (j *Journal) NotStarted() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Clone(j.notStarted)
+}
+
 // Lookup returns the outcome of a finished command whose answer is to be replayed.
 func (j *Journal) Lookup(id string) (Entry, bool) {
 	j.mu.Lock()
@@ -345,17 +369,39 @@ func (j *Journal) Unsent() []Entry {
 // ErrClosed is returned by Finish after Close.
 var ErrClosed = errors.New("journal closed")
 
-// Started records that a command has started. It does not wait for the disk, but the
-// writer goes at once: a crash in the next moment only loses the knowledge that the
-// command was interrupted.
-func (j *Journal) Started(id string) {
+// Accepted records that a command has been accepted and will wait (a stagger, a
+// delay, a slot) before it starts. The record rides with the next write, or goes on its
+// own within lazyDelay: a command that starts at once takes it along with its start
+// record. After a restart such a command is known to have never run (NotStarted).
+func (j *Journal) Accepted(id string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.closed {
 		return
 	}
+	j.accepted[id] = true
+	j.queue(record{Op: opAccept, ID: id}, false)
+}
+
+// Started records that a command is about to go to its plugin and returns at once.
+// The writer goes at once, and the channel receives the outcome of the write that
+// carries the record (nil: it is on disk). The caller waits for it before the
+// command runs: a command the agent is killed in is then always known after the
+// restart and answered there (Interrupted), however slowly the disk or a loaded
+// machine wrote the record.
+func (j *Journal) Started(id string) <-chan error {
+	w := make(chan error, 1)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		w <- ErrClosed
+		return w
+	}
+	delete(j.accepted, id)
 	j.started[id] = true
 	j.queue(record{Op: opStart, ID: id}, true)
+	j.waiters = append(j.waiters, w)
+	return w
 }
 
 // Finish records a command's outcome and returns once it is on disk, so that an answer
@@ -376,6 +422,7 @@ func (j *Journal) Finish(e Entry) error {
 		e.At = time.Now()
 	}
 	e.Sent = false
+	delete(j.accepted, e.ID)
 	delete(j.started, e.ID)
 	j.remember(&e)
 	j.queue(record{Op: opDone, ID: e.ID, At: e.At.UnixMilli(), Resp: e.Response, Replay: e.Replay}, true)
@@ -486,7 +533,7 @@ func (j *Journal) writer() {
 // more numerous than it warrants.
 func (j *Journal) needCompaction() bool {
 	j.mu.Lock()
-	live := len(j.entries) + len(j.started)
+	live := len(j.entries) + len(j.started) + len(j.accepted)
 	j.mu.Unlock()
 	return len(j.segments) > segmentLimit(live) || j.written > 4*live+MaxEntries/2
 }
@@ -525,7 +572,7 @@ func (j *Journal) writeSegment(recs []record) error {
 func (j *Journal) compact() error {
 	j.mu.Lock()
 	j.order = slices.DeleteFunc(j.order, func(id string) bool { _, ok := j.entries[id]; return !ok })
-	recs := make([]record, 0, len(j.order)+len(j.started))
+	recs := make([]record, 0, len(j.order)+len(j.started)+len(j.accepted))
 	for _, id := range j.order {
 		e := j.entries[id]
 		recs = append(recs, record{Op: opDone, ID: id, At: e.At.UnixMilli(), Resp: e.Response, Replay: e.Replay})
@@ -535,6 +582,9 @@ func (j *Journal) compact() error {
 	}
 	for id := range j.started {
 		recs = append(recs, record{Op: opStart, ID: id})
+	}
+	for id := range j.accepted {
+		recs = append(recs, record{Op: opAccept, ID: id})
 	}
 	j.mu.Unlock()
 	j.compactions++

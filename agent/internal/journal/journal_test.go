@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -276,5 +277,73 @@ func TestClosed(t *testing.T) {
 	j.MarkSent("late")
 	if err := j.Close(); err != nil {
 		t.Errorf("second Close = %v", err)
+	}
+}
+
+// Started's channel answers only once the start record is on disk: a copy of the
+// directory taken at that moment, as a crash would leave it, knows the command.
+func TestStartedIsDurableWhenItAnswers(t *testing.T) {
+	dir := t.TempDir()
+	j := open(t, dir)
+	defer closeJ(t, j)
+	if err := <-j.Started("x"); err != nil {
+		t.Fatal(err)
+	}
+	crashed := t.TempDir()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, de := range des {
+		b, err := os.ReadFile(filepath.Join(dir, de.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(crashed, de.Name()), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := open(t, crashed)
+	defer closeJ(t, after)
+	if got := after.Interrupted(); !slices.Equal(got, []string{"x"}) {
+		t.Errorf("after the crash, Interrupted = %v, want [x]", got)
+	}
+	closed := open(t, t.TempDir())
+	closeJ(t, closed)
+	if err := <-closed.Started("y"); !errors.Is(err, ErrClosed) {
+		t.Errorf("Started after Close: %v, want ErrClosed", err)
+	}
+}
+
+// A command accepted to wait (stagger, delay, slot) that never reached its plugin is
+// told apart after a restart from one that had started: NotStarted, not Interrupted.
+// Its accept record rides with the next write.
+func TestAcceptedButNotStarted(t *testing.T) {
+	dir := t.TempDir()
+	j := open(t, dir)
+	j.Accepted("waiting")
+	j.Accepted("ran")
+	if err := <-j.Started("ran"); err != nil {
+		t.Fatal(err)
+	}
+	closeJ(t, j)
+	j = open(t, dir)
+	if got := j.NotStarted(); !slices.Equal(got, []string{"waiting"}) {
+		t.Errorf("NotStarted = %v, want [waiting]", got)
+	}
+	if got := j.Interrupted(); !slices.Equal(got, []string{"ran"}) {
+		t.Errorf("Interrupted = %v, want [ran]", got)
+	}
+	// Settled, neither comes back.
+	for _, id := range []string{"waiting", "ran"} {
+		if err := j.Finish(Entry{ID: id, Response: []byte(id)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeJ(t, j)
+	again := open(t, dir)
+	defer closeJ(t, again)
+	if len(again.NotStarted())+len(again.Interrupted()) != 0 {
+		t.Errorf("after settling: not started %v, interrupted %v", again.NotStarted(), again.Interrupted())
 	}
 }

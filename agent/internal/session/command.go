@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/yuzugo/yuzu/agent/fleetpb/commonv1"
 	"github.com/yuzugo/yuzu/agent/internal/journal"
 	"github.com/yuzugo/yuzu/agent/internal/metrics"
+	"github.com/yuzugo/yuzu/agent/internal/stacks"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/rows"
@@ -69,9 +72,23 @@ type command struct {
 	wait   time.Duration // stagger plus delay
 	bytes  int           // parameter bytes
 
-	// Set by the gate, read after the dispatcher returns.
-	started bool
-	ran     time.Duration
+	// Set by the gate. Read once the dispatcher has returned, or by the session's
+	// own answer when it never did (hence atomic).
+	started atomic.Bool
+	began   atomic.Int64 // when it went to the plugin, Unix nanoseconds
+	ran     atomic.Int64 // nanoseconds in the plugin, once back
+}
+
+// inPlugin is how long the command has been with its plugin: the whole time once it
+// came back, else until now.
+func (c *command) inPlugin() time.Duration {
+	if d := c.ran.Load(); d > 0 {
+		return time.Duration(d)
+	}
+	if b := c.began.Load(); b > 0 {
+		return max(time.Since(time.Unix(0, b)), time.Nanosecond)
+	}
+	return 0
 }
 
 // errExpired is the gate's refusal of a command that expired while it queued.
@@ -92,11 +109,17 @@ func (g gate) Execute(ctx context.Context, req supervisor.Request, onRows func([
 	if c.expired(time.Now()) {
 		return sdk.Result{}, errExpired
 	}
-	c.started = true
-	g.s.o.Metrics.QueueAdd(-1)
+	// The start record is on disk before the plugin has the command: were the agent
+	// killed while it runs, the restart must know it ran, and answer it.
+	if err := <-g.s.o.Journal.Started(req.ID); err != nil {
+		g.s.log.Error("command journal: start not recorded; running the command anyway", "id", shown(req.ID), "error", err)
+	}
 	start := time.Now()
+	c.began.Store(start.UnixNano())
+	c.started.Store(true)
+	g.s.o.Metrics.QueueAdd(-1)
 	res, err := g.s.o.Plugins.Execute(ctx, req, onRows)
-	c.ran = max(time.Since(start), time.Nanosecond)
+	c.ran.Store(int64(max(time.Since(start), time.Nanosecond)))
 	return res, err
 }
 
@@ -176,7 +199,7 @@ func (s *Session) handle(ctx context.Context, req *agentv1.CommandRequest) {
 		s.reject(ctx, req, dispatch.ErrQueueFull.Error())
 		return
 	}
-	s.o.Journal.Started(id)
+	s.o.Journal.Accepted(id)
 	s.o.Metrics.QueueAdd(1)
 	s.log.Debug("command", "id", shown(id), "plugin", shown(req.GetPlugin()), "action", shown(req.GetAction()), "wait", c.wait.String())
 	go s.run(c)
@@ -295,14 +318,56 @@ func (s *Session) run(c *command) {
 	}
 	req := c.req
 	rel := &relay{s: s, id: c.id}
-	res, err := s.disp.Do(s.cmdCtx, supervisor.Request{
-		ID:      c.id,
-		Plugin:  req.GetPlugin(),
-		Action:  req.GetAction(),
-		Params:  req.GetParameters(),
-		Timeout: s.o.Timeout,
-	}, rel.rows)
-	s.answer(c, rel, res, err)
+	deadline := time.Now().Add(s.o.Timeout)
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := s.disp.Do(s.cmdCtx, supervisor.Request{
+			ID:       c.id,
+			Plugin:   req.GetPlugin(),
+			Action:   req.GetAction(),
+			Params:   req.GetParameters(),
+			Timeout:  s.o.Timeout,
+			Deadline: deadline,
+		}, rel.rows)
+		done <- outcome{res, err}
+	}()
+	watchdog := time.NewTimer(time.Until(deadline) + s.o.AnswerGrace)
+	defer watchdog.Stop()
+	select {
+	case o := <-done:
+		s.answer(c, rel, o.res, o.err)
+	case <-watchdog.C:
+		s.unanswered(c, rel, done)
+	}
+}
+
+// outcome is what the dispatcher returned for a command.
+type outcome struct {
+	res sdk.Result
+	err error
+}
+
+// unanswered answers a command whose dispatch has not returned AnswerGrace past its
+// deadline: TIMEOUT with command_unanswered, and a goroutine dump in the log, since
+// something on the path is stuck. Rows the command writes later are refused (which
+// cancels its stream to the plugin), and its late outcome is only logged.
+func (s *Session) unanswered(c *command, rel *relay, late <-chan outcome) {
+	plugin := c.req.GetPlugin()
+	s.log.Error("command unanswered past its deadline plus grace: the agent answers it itself", "id", shown(c.id),
+		"plugin", shown(plugin), "timeout", supervisor.Seconds(s.o.Timeout), "grace", supervisor.Seconds(s.o.AnswerGrace), "stacks", stacks.Dump())
+	s.failed(c, rel, agentv1.CommandResponse_TIMEOUT, "command_unanswered",
+		fmt.Errorf("no answer from plugin %s within %s of the command's %s deadline", shown(plugin), supervisor.Seconds(s.o.AnswerGrace), supervisor.Seconds(s.o.Timeout)))
+	go func() {
+		o := <-late
+		s.log.Warn("late outcome of a command already answered", "id", shown(c.id), "error", errText(o.err))
+	}()
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "none"
+	}
+	return rows.Printable(err.Error())
 }
 
 // sleep waits out the stagger and delay. A command that expires meanwhile is answered
@@ -332,8 +397,8 @@ func (s *Session) sleep(c *command) bool {
 
 // answer turns the dispatcher's outcome into the command's last messages.
 func (s *Session) answer(c *command, rel *relay, res sdk.Result, err error) {
-	if !c.started {
-		var to *supervisor.TimeoutError
+	var waited *supervisor.WaitTimeoutError
+	if !c.started.Load() {
 		switch {
 		case errors.Is(err, dispatch.ErrQueueFull):
 			s.finish(c, rejected(c.id, err.Error()))
@@ -341,7 +406,7 @@ func (s *Session) answer(c *command, rel *relay, res sdk.Result, err error) {
 			s.finish(c, rejected(c.id, msgExpired))
 		case s.cmdCtx.Err() != nil:
 			s.finish(c, rejected(c.id, msgStopping))
-		case errors.As(err, &to):
+		case errors.As(err, &waited):
 			// It waited its whole deadline for a plugin slot.
 			s.failed(c, rel, agentv1.CommandResponse_TIMEOUT, "command_timeout", err)
 		default:
@@ -355,7 +420,7 @@ func (s *Session) answer(c *command, rel *relay, res sdk.Result, err error) {
 	)
 	switch {
 	case err == nil:
-		_ = rel.flush()
+		_ = rel.end("")
 		status := agentv1.CommandResponse_SUCCESS
 		if res.Code != 0 {
 			status = agentv1.CommandResponse_FAILURE
@@ -370,6 +435,9 @@ func (s *Session) answer(c *command, rel *relay, res sdk.Result, err error) {
 		s.finish(c, resp)
 	case errors.As(err, &to):
 		s.failed(c, rel, agentv1.CommandResponse_TIMEOUT, "plugin_timeout", err)
+	case errors.As(err, &waited):
+		// Its deadline passed while the plugin was starting or waiting out a restart.
+		s.failed(c, rel, agentv1.CommandResponse_TIMEOUT, "command_timeout", err)
 	case errors.As(err, &crashed):
 		s.failed(c, rel, agentv1.CommandResponse_FAILURE, "plugin_crashed", err)
 	case errors.Is(err, context.Canceled) && s.cmdCtx.Err() != nil:
@@ -387,9 +455,9 @@ func resultStatus(st sdk.Status) agentv1.CommandResponse_PluginResultStatus {
 // failed ends a command the agent could not complete: its error row after the rows
 // the plugin wrote, then the terminal answer with exit code 1 and the error detail.
 func (s *Session) failed(c *command, rel *relay, status agentv1.CommandResponse_Status, code string, err error) {
-	msg := rows.ValidUTF8(err.Error())
-	_ = rel.rows([]string{rows.Format("error", msg)})
-	_ = rel.flush()
+	// The message may quote plugin or server text: escaped as exec prints it.
+	msg := rows.Printable(err.Error())
+	_ = rel.end(rows.Format("error", msg))
 	s.finish(c, &agentv1.CommandResponse{
 		CommandId: c.id,
 		Status:    status,
@@ -400,11 +468,20 @@ func (s *Session) failed(c *command, rel *relay, status agentv1.CommandResponse_
 }
 
 // finish sends the timing message of a command that ran, records and queues its
-// terminal answer, and forgets the command.
+// terminal answer, and forgets the command. A terminal whose answer may miss rows (the
+// spool could not keep them through a broken stream) becomes a FAILURE that says so.
 func (s *Session) finish(c *command, resp *agentv1.CommandResponse) {
-	ran := c.started
+	ran := c.started.Load()
+	inPlugin := c.inPlugin()
+	if row, sealed := s.spool.seal(resp, false); row != "" {
+		s.log.Warn("answer may miss rows: the connection broke while more was in flight than the spool keeps", "id", shown(c.id))
+		_ = s.out.push(s.life, outMsg{resp: running(c.id, row), kind: kindRows, idx: s.spool.rows(c.id, row)})
+		resp = sealed
+	}
 	if ran {
-		_ = s.out.push(s.life, outMsg{resp: running(c.id, timingPrefix+strconv.FormatInt(c.ran.Milliseconds(), 10))})
+		timing := running(c.id, timingPrefix+strconv.FormatInt(inPlugin.Milliseconds(), 10))
+		s.spool.timing(timing)
+		_ = s.out.push(s.life, outMsg{resp: timing, kind: kindTiming})
 		s.executedCnt.Add(1)
 	} else {
 		s.o.Metrics.QueueAdd(-1)
@@ -412,7 +489,7 @@ func (s *Session) finish(c *command, resp *agentv1.CommandResponse) {
 	// Only an answer from a run settles a command for good; a refusal because the
 	// agent was busy or stopping lets a repeat of the id run.
 	s.settle(c.id, resp, ran)
-	s.o.Metrics.Command(s.pluginLabel(c.req.GetPlugin()), statusLabel(resp.GetStatus()), c.ran)
+	s.o.Metrics.Command(s.pluginLabel(c.req.GetPlugin()), statusLabel(resp.GetStatus()), inPlugin)
 	s.log.Debug("command answered", "id", shown(c.id), "status", resp.GetStatus().String(), "exit_code", resp.GetExitCode())
 	s.mu.Lock()
 	delete(s.inflight, c.id)
@@ -435,15 +512,48 @@ func statusLabel(st agentv1.CommandResponse_Status) string {
 }
 
 // relay collects a command's rows into RUNNING messages of at most maxOutput bytes,
-// rows joined by "\n".
+// rows joined by "\n". Once the command's last rows are in (end), it refuses more.
 type relay struct {
-	s   *Session
-	id  string
-	buf []byte
+	s  *Session
+	id string
+
+	mu    sync.Mutex
+	buf   []byte
+	ended bool
 }
 
+// errAnswered refuses the rows of a command that has been answered already.
+var errAnswered = errors.New("the command has been answered already")
+
+// rows adds a batch of the plugin's rows.
 func (r *relay) rows(batch []string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended {
+		return errAnswered
+	}
+	return r.add(batch)
+}
+
+// end adds the command's last row (none when empty), sends what is collected and
+// refuses any later row.
+func (r *relay) end(last string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ended = true
+	if last != "" {
+		if err := r.add([]string{last}); err != nil {
+			return err
+		}
+	}
+	return r.flush()
+}
+
+// add collects rows, sending a message whenever one is full; r.mu is held. A row
+// goes to the server as exec prints it: control bytes escaped, valid UTF-8.
+func (r *relay) add(batch []string) error {
 	for _, row := range batch {
+		row = rows.Printable(row)
 		if len(r.buf) > 0 && len(r.buf)+1+len(row) > maxOutput {
 			if err := r.flush(); err != nil {
 				return err
@@ -462,12 +572,13 @@ func (r *relay) rows(batch []string) error {
 	return nil
 }
 
-// flush sends the collected rows, waiting while the outbox is full.
+// flush sends the collected rows, waiting while the outbox is full; r.mu is held.
 func (r *relay) flush() error {
-	if r == nil || len(r.buf) == 0 {
+	if len(r.buf) == 0 {
 		return nil
 	}
 	msg := running(r.id, string(r.buf))
 	r.buf = r.buf[:0]
-	return r.s.out.push(r.s.life, outMsg{resp: msg})
+	idx := r.s.spool.rows(r.id, msg.Output)
+	return r.s.out.push(r.s.life, outMsg{resp: msg, kind: kindRows, idx: idx})
 }

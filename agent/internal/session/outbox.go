@@ -27,12 +27,14 @@ type outbox struct {
 	changed chan struct{} // closed and replaced on every change
 }
 
-// outMsg is one message with what the sender must do once a stream has taken it.
+// outMsg is one message with what the spool must know of it once a stream has taken
+// it.
 type outMsg struct {
 	resp *agentv1.CommandResponse
-	// terminal marks a command's final answer: the journal then records it as
-	// delivered. A terminal answer never waits for room.
-	terminal bool
+	// kind says what part of a command's answer the message is (kindLone: none).
+	kind msgKind
+	// idx is a kindRows message's index among its command's RUNNING messages.
+	idx int
 	// keep makes push queue the message even when its context ends while it waits
 	// for room: the receiving goroutine must not wait for a stream that is gone, yet
 	// its answer must not be lost. It adds at most one message per receiver.
@@ -50,13 +52,23 @@ func (o *outbox) signal() {
 	o.changed = make(chan struct{})
 }
 
+// msgKind is what part of an answer a message is.
+type msgKind uint8
+
+const (
+	kindLone     msgKind = iota // no part of an answer the spool keeps: a rejection, a replay, a notice
+	kindRows                    // a RUNNING message of a command's rows
+	kindTiming                  // the command's __timing__ message
+	kindTerminal                // the command's terminal answer, which never waits for room
+)
+
 // push appends a message. Unless it is terminal it waits while the outbox is over its
 // limit (an empty outbox takes any message, however large); when ctx ends first, it
 // fails, or for a keep message stops waiting and queues it all the same.
 func (o *outbox) push(ctx context.Context, m outMsg) error {
 	m.size = len(m.resp.GetOutput()) + len(m.resp.GetCommandId()) + 64
 	o.mu.Lock()
-	for !m.terminal && o.bytes > 0 && o.bytes+m.size > o.limit {
+	for m.kind != kindTerminal && o.bytes > 0 && o.bytes+m.size > o.limit {
 		ch := o.changed
 		o.mu.Unlock()
 		select {

@@ -2,8 +2,11 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -96,7 +99,10 @@ func (blockingPlugins) Describe(context.Context, string) (host.Manifest, error) 
 	return host.Manifest{Name: "p", Version: "1", Actions: []sdk.Action{{Name: "ok"}, {Name: "block"}}}, nil
 }
 
-func TestSessionRunAndStop(t *testing.T) {
+// serveTest starts a testServer on loopback and opens a journal, both ended with the
+// test, and returns the server, its address and the journal.
+func serveTest(t *testing.T) (*testServer, string, *journal.Journal) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -105,14 +111,18 @@ func TestSessionRunAndStop(t *testing.T) {
 	g := grpc.NewServer()
 	agentv1.RegisterAgentServiceServer(g, ts)
 	go func() { _ = g.Serve(l) }()
-	defer g.Stop()
-
+	t.Cleanup(g.Stop)
 	j, err := journal.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer j.Close()
-	s := New(Options{Server: l.Addr().String(), Plugins: blockingPlugins{}, Journal: j, DataDir: t.TempDir(), StopWait: 5 * time.Second})
+	t.Cleanup(func() { j.Close() })
+	return ts, l.Addr().String(), j
+}
+
+func TestSessionRunAndStop(t *testing.T) {
+	ts, addr, j := serveTest(t)
+	s := New(Options{Server: addr, Plugins: blockingPlugins{}, Journal: j, DataDir: t.TempDir(), StopWait: 5 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
@@ -163,5 +173,78 @@ func TestSessionRunAndStop(t *testing.T) {
 	}
 	if len(j.Unsent()) != 0 {
 		t.Errorf("%d answers left unsent after a graceful stop", len(j.Unsent()))
+	}
+}
+
+// stuckPlugins never returns from "stuck" until release is closed, whatever its
+// context says, and then tries one more row.
+type stuckPlugins struct {
+	fakePlugins
+	release chan struct{}
+	late    chan error // what the late row got
+}
+
+func (p stuckPlugins) Execute(ctx context.Context, req supervisor.Request, onRows func([]string) error) (sdk.Result, error) {
+	if err := onRows([]string{"before|" + req.ID}); err != nil {
+		return sdk.Result{}, err
+	}
+	<-p.release
+	err := onRows([]string{"after|" + req.ID})
+	p.late <- err
+	return sdk.Result{}, err
+}
+
+func (stuckPlugins) Describe(context.Context, string) (host.Manifest, error) {
+	return host.Manifest{Name: "p", Version: "1", Actions: []sdk.Action{{Name: "stuck"}}}, nil
+}
+
+// A command whose dispatch never returns is answered all the same, AnswerGrace past
+// its deadline: its rows so far, an error row, TIMEOUT with command_unanswered. What
+// the plugin writes later is refused and never reaches the server.
+func TestSessionAnswersAStuckCommand(t *testing.T) {
+	ts, addr, j := serveTest(t)
+	p := stuckPlugins{release: make(chan struct{}), late: make(chan error, 1)}
+	s := New(Options{Server: addr, Plugins: p, Journal: j, DataDir: t.TempDir(),
+		Timeout: 100 * time.Millisecond, AnswerGrace: 200 * time.Millisecond, StopWait: time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	select {
+	case ts.in <- &agentv1.CommandRequest{CommandId: "s", Plugin: "p", Action: "stuck"}:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the agent did not subscribe")
+	}
+	var term []*agentv1.CommandResponse
+	for deadline := time.Now().Add(10 * time.Second); len(term) == 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		term = ts.terminal("s")
+	}
+	if len(term) != 1 || term[0].GetStatus() != agentv1.CommandResponse_TIMEOUT || term[0].GetError().GetCode() != "command_unanswered" {
+		t.Fatalf("terminal %v, want one TIMEOUT command_unanswered", term)
+	}
+	close(p.release)
+	if err := <-p.late; !errors.Is(err, errAnswered) {
+		t.Errorf("a row after the answer: %v, want errAnswered", err)
+	}
+	var outputs []string
+	ts.mu.Lock()
+	for _, r := range ts.got["s"] {
+		if r.GetStatus() == agentv1.CommandResponse_RUNNING {
+			outputs = append(outputs, r.GetOutput())
+		}
+	}
+	ts.mu.Unlock()
+	got := strings.Split(strings.Join(outputs, "\n"), "\n")
+	want := []string{"before|s", "error|no answer from plugin p within 0.2s of the command's 0.1s deadline"}
+	if len(got) != 3 || strings.Join(got[:2], "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rows %q, want %q and the timing", got, want)
+	}
+	// The timing says how long the command was with its plugin before the answer.
+	ms, err := strconv.Atoi(strings.TrimPrefix(got[2], timingPrefix))
+	if err != nil || ms < 300 {
+		t.Errorf("timing %q, want at least the 300 ms of deadline and grace", got[2])
 	}
 }

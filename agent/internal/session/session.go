@@ -11,6 +11,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"strconv"
 	"strings"
@@ -58,6 +59,15 @@ const (
 	// closeWait bounds how long it then waits for the server to end the half-closed
 	// command stream: long enough for gRPC to write what it buffers.
 	closeWait = time.Second
+	// probeEvery is how often a heartbeat goes while answers wait for confirmation
+	// (the spool), instead of once per Heartbeat.
+	probeEvery = 2 * time.Second
+)
+
+// Defaults of the answer spool's bounds (docs/fleet.md).
+const (
+	DefaultSpoolAnswerBytes = 64 << 20
+	DefaultSpoolTotalBytes  = 512 << 20
 )
 
 // Plugins is what the session needs from the supervisor.
@@ -80,6 +90,12 @@ type Options struct {
 	Heartbeat time.Duration
 	// Timeout is each command's deadline: 600 s.
 	Timeout time.Duration
+	// AnswerGrace is how long past its deadline a running command may go unanswered
+	// before the session answers it itself (TIMEOUT, command_unanswered): 10 s. The
+	// supervisor kills a plugin 5 s past the deadline and reports within about 2 s
+	// more, so this fires only when something on the path is stuck; a command the
+	// agent accepted is always answered (docs/fleet.md).
+	AnswerGrace time.Duration
 
 	AgentID      string
 	AgentVersion string
@@ -88,6 +104,11 @@ type Options struct {
 
 	Plugins Plugins
 	Journal *journal.Journal
+	// SpoolDir holds the answer spool, SpoolAnswerBytes and SpoolTotalBytes bound it
+	// per answer and in all (0: the defaults, 64 MiB and 512 MiB; negative: rows are
+	// not kept, and a broken stream can lose them, as the FAILURE then says).
+	SpoolDir                          string
+	SpoolAnswerBytes, SpoolTotalBytes int64
 	// Metrics is nil when the metrics endpoint is off.
 	Metrics *metrics.Metrics
 	Logger  hclog.Logger
@@ -112,9 +133,16 @@ func (o *Options) defaults() {
 	}
 	def(&o.Heartbeat, 30*time.Second)
 	def(&o.Timeout, 600*time.Second)
+	def(&o.AnswerGrace, 10*time.Second)
 	def(&o.BackoffBase, defaultBackoffBase)
 	def(&o.BackoffMax, defaultBackoffMax)
 	def(&o.StopWait, 15*time.Second)
+	if o.SpoolAnswerBytes == 0 {
+		o.SpoolAnswerBytes = DefaultSpoolAnswerBytes
+	}
+	if o.SpoolTotalBytes == 0 {
+		o.SpoolTotalBytes = DefaultSpoolTotalBytes
+	}
 	if o.Rand == nil {
 		o.Rand = uniform
 	}
@@ -137,6 +165,7 @@ type Session struct {
 	o       Options
 	log     hclog.Logger
 	out     *outbox
+	spool   *spool
 	disp    *dispatch.Dispatcher
 	plugins map[string]bool // the plugin names of the plugin dir
 	start   time.Time
@@ -185,6 +214,12 @@ func New(o Options) *Session {
 // *RejectedError when the server refused the registration for good.
 func (s *Session) Run(ctx context.Context) error {
 	defer s.endLife()
+	sp, err := newSpool(s.o.SpoolDir, s.o.SpoolAnswerBytes, s.o.SpoolTotalBytes)
+	if err != nil {
+		return err
+	}
+	s.spool = sp
+	defer sp.close()
 	s.recover()
 	attempt := 0
 	var result error
@@ -204,6 +239,9 @@ func (s *Session) Run(ctx context.Context) error {
 			break
 		}
 		registered, err := s.connect(ctx)
+		// Whatever that stream took and the server has not confirmed goes again,
+		// first, on the next one.
+		s.spool.broken()
 		if registered {
 			attempt = 0
 		}
@@ -219,8 +257,8 @@ func (s *Session) Run(ctx context.Context) error {
 		attempt++
 	}
 	s.stop()
-	if n := s.out.len(); n > 0 {
-		s.log.Info("stopped with answers not yet delivered; they are kept and sent after the next start", "messages", n)
+	if n := s.out.len(); n > 0 || s.spool.unconfirmed() {
+		s.log.Info("stopped with answers not yet delivered or confirmed; they are kept and sent after the next start", "queued", n)
 	}
 	return result
 }
@@ -232,9 +270,10 @@ func errorText(err error) string {
 	return err.Error()
 }
 
-// recover queues what an earlier run left: answers the server has not had, and an
-// answer for each command that was still running when the agent stopped (it is not
-// run again: it may have changed the device already).
+// recover queues what an earlier run left: answers the server has not confirmed, each
+// with the rows the spool kept of it, and an answer for each command that was still
+// running when the agent stopped, after its kept rows (it is not run again: it may
+// have changed the device already).
 func (s *Session) recover() {
 	for _, w := range s.o.Journal.Warnings() {
 		s.log.Warn("command journal", "problem", rows.Printable(w))
@@ -245,11 +284,11 @@ func (s *Session) recover() {
 			s.log.Warn("command journal: dropped an answer that does not decode", "id", rows.Printable(e.ID), "error", err)
 			continue
 		}
-		_ = s.out.push(s.life, outMsg{resp: resp, terminal: true})
+		s.spool.restore(e.ID, resp)
 	}
 	for _, id := range s.o.Journal.Interrupted() {
 		s.log.Warn("command was interrupted when the agent stopped; answering FAILURE, not running it again", "id", rows.Printable(id))
-		_ = s.out.push(s.life, outMsg{resp: running(id, rows.Format("error", msgInterrupted))})
+		s.spool.restore(id, nil)
 		resp := &agentv1.CommandResponse{
 			CommandId: id,
 			Status:    agentv1.CommandResponse_FAILURE,
@@ -257,11 +296,25 @@ func (s *Session) recover() {
 			Error:     &commonv1.ErrorDetail{Code: "command_interrupted", Message: msgInterrupted},
 			SentAt:    now(),
 		}
+		rel := &relay{s: s, id: id}
+		_ = rel.end(rows.Format("error", msgInterrupted))
+		if row, _ := s.spool.seal(resp, true); row != "" {
+			_ = s.out.push(s.life, outMsg{resp: running(id, row)})
+		}
 		s.settle(id, resp, true)
 	}
+	for _, id := range s.o.Journal.NotStarted() {
+		s.log.Warn("command was waiting to start when the agent stopped; answering REJECTED, it did not run", "id", rows.Printable(id))
+		s.settle(id, rejected(id, msgNotStarted), false)
+	}
+	s.spool.sweep()
+	s.spool.broken()
 }
 
-const msgInterrupted = "command interrupted: the agent stopped before it finished; it was not run again"
+const (
+	msgInterrupted = "command interrupted: the agent stopped before it finished; it was not run again"
+	msgNotStarted  = "agent restarted before the command started; it did not run"
+)
 
 // settle records a command's terminal answer in the journal, then queues it: the
 // record that replays an answer exists before the answer leaves.
@@ -273,7 +326,7 @@ func (s *Session) settle(id string, resp *agentv1.CommandResponse, replay bool) 
 	if err != nil {
 		s.log.Error("command journal: answer not recorded; sending it anyway", "id", rows.Printable(id), "error", err)
 	}
-	_ = s.out.push(s.life, outMsg{resp: resp, terminal: true})
+	_ = s.out.push(s.life, outMsg{resp: resp, kind: kindTerminal})
 }
 
 // slimmed replaces an answer's output when the answer is too large to keep.
@@ -401,7 +454,16 @@ func (s *Session) connect(ctx context.Context) (registered bool, err error) {
 func (s *Session) drain(stream agentv1.AgentService_SubscribeClient, recvDone <-chan error) {
 	dctx, cancel := context.WithTimeout(context.Background(), drainWait)
 	defer cancel()
-	if err := s.out.waitEmpty(dctx); err != nil {
+	err := s.out.waitEmpty(dctx)
+	for err == nil && s.spool.planned() {
+		// A re-send is still under way; it is short, and bounded by the drain.
+		select {
+		case <-dctx.Done():
+			err = dctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if err != nil {
 		s.log.Warn("stopping: not every answer left before the drain deadline; the rest are kept for the next start", "waiting", s.out.len())
 		return
 	}
@@ -409,7 +471,12 @@ func (s *Session) drain(stream agentv1.AgentService_SubscribeClient, recvDone <-
 	t := time.NewTimer(closeWait)
 	defer t.Stop()
 	select {
-	case <-recvDone:
+	case err := <-recvDone:
+		if err == nil {
+			// The server ended the call after reading the agent's half-close, so
+			// it has read every message before it.
+			s.confirm(time.Now().Add(s.spool.confirmDelay))
+		}
 	case <-t.C:
 		s.log.Debug("stopping: the server did not end the command stream after the agent's last answer")
 	}
@@ -500,7 +567,9 @@ func (s *Session) receive(ctx context.Context, stream agentv1.AgentService_Subsc
 	for {
 		req, err := stream.Recv()
 		if err != nil {
-			if ctx.Err() != nil {
+			// io.EOF: the server ended the call (after the agent's half-close, it has
+			// read everything; see drain).
+			if ctx.Err() != nil || errors.Is(err, io.EOF) {
 				return nil
 			}
 			return fmt.Errorf("receive: %w", err)
@@ -509,13 +578,17 @@ func (s *Session) receive(ctx context.Context, stream agentv1.AgentService_Subsc
 	}
 }
 
-// send hands the outbox to the stream in order until the stream fails or ctx ends. A
-// message leaves the outbox only once Send has taken it.
+// send hands the stream what the spool plans to send again, then the outbox, in order,
+// until the stream fails or ctx ends. A message leaves the plan or the outbox only
+// once Send has taken it, and the spool then keeps it until it is confirmed.
 func (s *Session) send(ctx context.Context, stream agentv1.AgentService_SubscribeClient) error {
 	for {
-		m, err := s.out.peek(ctx)
-		if err != nil {
-			return nil
+		m, planned := s.spool.next()
+		if !planned {
+			var err error
+			if m, err = s.out.peek(ctx); err != nil {
+				return nil
+			}
 		}
 		if err := stream.Send(m.resp); err != nil {
 			if ctx.Err() != nil {
@@ -523,17 +596,30 @@ func (s *Session) send(ctx context.Context, stream agentv1.AgentService_Subscrib
 			}
 			return fmt.Errorf("send: %w", err)
 		}
-		s.out.pop()
-		if m.terminal {
-			s.o.Journal.MarkSent(m.resp.GetCommandId())
+		if planned {
+			s.spool.pop(time.Now())
+		} else {
+			s.out.pop()
+			s.spool.handed(m, time.Now())
 		}
 	}
 }
 
-// heartbeat reports the agent's status every Heartbeat until ctx ends. A failed
-// heartbeat is logged; the command stream decides whether the connection is up.
+// confirm tells the journal that the answers a heartbeat sent at sent has confirmed
+// are delivered (the spool forgets them).
+func (s *Session) confirm(sent time.Time) {
+	for _, id := range s.spool.confirm(sent.Add(-s.spool.confirmDelay)) {
+		s.o.Journal.MarkSent(id)
+	}
+}
+
+// heartbeat reports the agent's status every Heartbeat until ctx ends, and every
+// probeEvery while answers wait for confirmation: an answered heartbeat confirms what
+// left the command stream well before it (spool). A failed heartbeat is logged; the
+// command stream decides whether the connection is up.
 func (s *Session) heartbeat(ctx context.Context, client agentv1.AgentServiceClient, sid string) {
-	t := time.NewTicker(s.o.Heartbeat)
+	last := time.Now()
+	t := time.NewTicker(min(s.o.Heartbeat, probeEvery))
 	defer t.Stop()
 	for {
 		select {
@@ -541,10 +627,18 @@ func (s *Session) heartbeat(ctx context.Context, client agentv1.AgentServiceClie
 			return
 		case <-t.C:
 		}
+		if time.Since(last) < s.o.Heartbeat && !s.spool.unconfirmed() {
+			continue
+		}
+		sent := time.Now()
+		last = sent
 		hctx, cancel := context.WithTimeout(ctx, min(s.o.Heartbeat, 30*time.Second))
 		_, err := client.Heartbeat(hctx, &agentv1.HeartbeatRequest{SessionId: sid, SentAt: now(), StatusTags: s.statusTags()})
 		cancel()
-		if err != nil && ctx.Err() == nil {
+		switch {
+		case err == nil:
+			s.confirm(sent)
+		case ctx.Err() == nil:
 			s.log.Warn("heartbeat failed", "error", rows.Printable(err.Error()))
 		}
 	}

@@ -155,7 +155,7 @@ func TestWaitFor(t *testing.T) {
 }
 
 func TestRelayChunks(t *testing.T) {
-	s := &Session{out: newOutbox(1 << 30), life: context.Background()}
+	s := &Session{out: newOutbox(1 << 30), life: context.Background(), spool: &spool{answers: map[string]*answer{}}}
 	r := &relay{s: s, id: "c"}
 	row := strings.Repeat("r", 1000)
 	batch := make([]string, 200) // 200,199 bytes joined
@@ -169,8 +169,11 @@ func TestRelayChunks(t *testing.T) {
 	if err := r.rows([]string{big, "tail"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.flush(); err != nil {
+	if err := r.end(""); err != nil {
 		t.Fatal(err)
+	}
+	if err := r.rows([]string{"late"}); !errors.Is(err, errAnswered) {
+		t.Errorf("a row after the end: %v, want errAnswered", err)
 	}
 	var got []string
 	for s.out.len() > 0 {
@@ -208,7 +211,11 @@ func sizes(ss []string) []int {
 func TestOutboxBound(t *testing.T) {
 	o := newOutbox(1000)
 	msg := func(n int, terminal bool) outMsg {
-		return outMsg{resp: &agentv1.CommandResponse{CommandId: "x", Output: strings.Repeat("o", n)}, terminal: terminal}
+		m := outMsg{resp: &agentv1.CommandResponse{CommandId: "x", Output: strings.Repeat("o", n)}}
+		if terminal {
+			m.kind = kindTerminal
+		}
+		return m
 	}
 	ctx := context.Background()
 	if err := o.push(ctx, msg(5000, false)); err != nil {

@@ -34,11 +34,14 @@ func ok(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) 
 }
 
 // flushRow writes a row shortly before the process dies. The SDK sends a row at once
-// when nothing else is in flight, so a brief pause is all gRPC needs to put it on the
-// wire; the agent must then show it before the crash's error row.
+// when nothing else is in flight, so the pause only has to let gRPC's writer run once
+// and put it on the wire; the agent must then show it before the crash's error row.
+// Nothing tells a plugin that the agent has read its row, so the pause is generous: a
+// loaded machine may not run the writer for a good part of a second (50 ms lost the
+// row under ten busy loops on two cores).
 func flushRow(out *sdk.Output, kind, field string) {
 	out.Row(kind, field)
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(time.Second)
 }
 
 func crash(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {

@@ -112,8 +112,9 @@ func spawn(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, 
 		return sdk.Result{}, err
 	}
 	if req.Params.Bool("crash", false) {
-		// Give the agent the rows first, so the crash lands mid-command.
-		time.Sleep(100 * time.Millisecond)
+		// Give the agent the rows first, so the crash lands mid-command: a loaded
+		// machine may not run gRPC's writer for a good part of a second.
+		time.Sleep(time.Second)
 		os.Exit(3)
 	}
 	<-ctx.Done()

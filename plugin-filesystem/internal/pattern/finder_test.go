@@ -71,3 +71,30 @@ func TestFinderFold(t *testing.T) {
 		}
 	}
 }
+
+// Texts longer than the folded search's blocks, the needle anywhere in any case, and
+// texts where the key byte is everywhere (the Horspool fallback).
+func TestFinderFoldLong(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	needles := []string{"error disk", "Kk", "k9", "--x", "ab", "ZZZZ", "q_Q", "é1a"}
+	fills := []string{"info request id=42 ", "kkkkKKKK", "eeee", "x", "aAbB", "zZz-"}
+	for iter := 0; iter < 300; iter++ {
+		needle := needles[rng.IntN(len(needles))]
+		fill := fills[rng.IntN(len(fills))]
+		text := []byte(strings.Repeat(fill, 1+rng.IntN(40000)/len(fill)))
+		for n := rng.IntN(3); n > 0; n-- {
+			at := rng.IntN(len(text) + 1)
+			ins := []byte(needle)
+			for i := range ins {
+				if rng.IntN(2) == 0 {
+					ins[i] = upperASCII[ins[i]]
+				}
+			}
+			text = append(text[:at], append(ins, text[at:]...)...)
+		}
+		want := bytes.Index(toLowerASCII(text), toLowerASCII([]byte(needle)))
+		if got := newFinder([]byte(needle), true).index(text); got != want {
+			t.Fatalf("fold index of %q in %d bytes of %q: %d, want %d", needle, len(text), fill, got, want)
+		}
+	}
+}

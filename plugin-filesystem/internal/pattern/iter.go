@@ -1,6 +1,7 @@
 package pattern
 
 import (
+	"bytes"
 	"fmt"
 	"regexp"
 	"regexp/syntax"
@@ -29,13 +30,23 @@ type matchIter struct {
 	// without the m flag): after the first search there is nothing left to find,
 	// and searching on would scan the whole text for nothing.
 	startOnly bool
-	src       []byte
-	pos       int
-	done      bool
+	// dfa finds where the next match is before Go's regexp is asked for it, so the
+	// text between matches is crossed at the DFA's speed; nil when the pattern has
+	// no DFA or the DFA gave up.
+	dfa *dfa
+	// prog is the DFA's program: whether a match may contain '\n' and how long it
+	// may be say where Go's regexp can start (find).
+	prog *dfaProg
+	src  []byte
+	pos  int
+	done bool
 }
 
 func newMatchIter(re *regexp.Regexp, src []byte) (*matchIter, error) {
 	it := &matchIter{re: re, src: src}
+	if p := newDFAProg(re); p != nil {
+		it.dfa, it.prog = p.newDFA(), p
+	}
 	tree, err := syntax.Parse(re.String(), syntax.Perl)
 	if err != nil {
 		return nil, fmt.Errorf("re-parse of compiled pattern: %w", err)
@@ -89,7 +100,73 @@ func (it *matchIter) next() []int {
 	return m
 }
 
+// find returns the leftmost-first match that starts at or after pos.
+//
+// The DFA finds at, where the match that ends first is known to have ended (at most
+// the bytes of one encoding later, none of them '\n'). The leftmost match, the one Go
+// reports, starts no later than that match, and no earlier than
+//   - the start of at's line, when no match can contain '\n': a match starting on an
+//     earlier line would end there, before the first end;
+//   - at minus the longest possible match, when that is bounded: the leftmost match
+//     ends at or after the first end.
+//
+// No match starts between pos and that bound, so Go's regexp started there (at a rune
+// boundary, with the text before it as context) finds the same match as from pos, and
+// reads only the bytes near it.
 func (it *matchIter) find(pos int) []int {
+	if it.dfa == nil {
+		return it.findGo(pos)
+	}
+	at, ok := it.dfa.scanFrom(it.src, pos)
+	if !ok {
+		it.dfa = nil // gave up: Go's regexp alone from here on
+		return it.findGo(pos)
+	}
+	if at < 0 {
+		return nil
+	}
+	from := pos
+	if !it.prog.canNL {
+		from = max(from, pos+bytes.LastIndexByte(it.src[pos:at], '\n')+1)
+	}
+	if it.prog.maxLen >= 0 {
+		from = max(from, runeStartBefore(it.src, pos, at-it.prog.maxLen-utf8.UTFMax))
+	}
+	if from > pos {
+		if m := it.findGo(from); m != nil {
+			return m
+		}
+		// Only a DFA mistake gets here; Go's regexp from pos has the last word.
+	}
+	return it.findGo(pos)
+}
+
+// runeStartBefore returns the last offset at or before q (and not before pos, itself
+// one) where Go's decoding of src from pos reads a rune. A byte that is not a
+// continuation byte (0x80-0xBF) always starts one; a continuation byte does unless
+// it completes a valid encoding begun by one of the three bytes before it.
+func runeStartBefore(src []byte, pos, q int) int {
+	if q <= pos {
+		return pos
+	}
+	if c := src[q]; c < 0x80 || c >= 0xC0 {
+		return q
+	}
+	for k := 1; k < utf8.UTFMax && q-k >= pos; k++ {
+		c := src[q-k]
+		if c >= 0x80 && c < 0xC0 {
+			continue
+		}
+		if _, w := utf8.DecodeRune(src[q-k:]); w > k {
+			return q - k // q is inside the rune that starts there
+		}
+		break
+	}
+	return q
+}
+
+// findGo is find with Go's regexp alone.
+func (it *matchIter) findGo(pos int) []int {
 	if pos == 0 || it.behind == nil {
 		m := it.re.FindSubmatchIndex(it.src[pos:])
 		shift(m, pos)

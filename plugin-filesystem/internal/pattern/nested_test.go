@@ -1,119 +1,112 @@
 package pattern
 
-import "testing"
+import (
+	"regexp"
+	"regexp/syntax"
+	"strings"
+	"testing"
+)
 
-func TestHasNestedQuantifiers(t *testing.T) {
+func TestNestedQuantifiersTooLarge(t *testing.T) {
 	tests := []struct {
 		pattern string
-		want    bool
+		refused bool
 	}{
-		// The upstream test vectors.
-		{"(a+)+", true},
-		{"(a*)+", true},
-		{"(a+)*", true},
-		{"(a*){2}", true},
-		{"a+", false},
-		{"(abc)+", false},
-		{`\(a+\)+`, false},
-		{"[a-z]+", false},
+		// Upstream refused these; Go's engine does not backtrack and their programs are
+		// a handful of instructions, so they are accepted.
+		{"(a+)+", false},
+		{"(a*)+", false},
+		{"(a+)*", false},
+		{"(a*){2}", false},
+		{"(b|a+)+", false},
+		{"(a+){", false}, // not a repetition at all in Go: a literal '{'
+		{`(\.[0-9]{1,3}){3}`, false},
+		{`^([0-9]{1,3}\.){3}[0-9]{1,3}$`, false},
+		{`([0-9a-f]{2}:){5}[0-9a-f]{2}`, false},
+		{`(?:[0-9a-f]{4}:){7}[0-9a-f]{4}`, false},
+		{`(\w+\s*)+$`, false},
+		{`(x+x+)+y`, false},
+		{`(?:(?:a{10}){10}){10}`, false}, // 1000 copies of a: within the limit
+		{`(?:a{500}){2}`, false},         // exactly 1000 instructions
+		// Never nested, so never refused by this guard (Go caps one count at 1000).
+		{"a{1000}", false},
+		{`[0-9a-f]{64}`, false},
+		{`.{0,1000}`, false},
 		{"hello", false},
-		{"^foo$", false},
-		{"[abc]+", false},
-		{"a{3}", false},
-
-		// Further cases of the same scan.
-		{"(a?)?", true},
-		{"(a+)?", true},
-		{"(a+){", true}, // '{' after ')' counts even without a valid repeat
-		{"(a{2})+", true},
-		{"(a{2,})*", true},
-		{"(a})+", false},    // '}' with no '{' before it is not a quantifier
-		{"{(a})+", true},    // ... but is when a '{' appears anywhere earlier
-		{`\{(a})+`, true},   // an escaped '{' still counts as earlier
-		{"((a+))+", false},  // only the character right before ')' matters
-		{"(a+)", false},     // nothing after ')'
-		{"(a+)b+", false},   // ')' not followed by a quantifier
-		{`(a\+)+`, false},   // escaped '+' is not a quantifier
-		{`(a+\)+`, false},   // escaped ')' is not a group end
-		{"([a+])+", false},  // ']' before ')'
-		{"(a+|b)+", false},  // alternation: 'b' before ')'
-		{"(b|a+)+", true},   // the quantifier is right before ')'
-		{"(a+)(b+)+", true}, // second group
-		{"(?:a+)+", true},   // non-capturing groups too
-		{"(a++)+", true},
 		{"", false},
-		{`\`, false}, // lone trailing backslash
-		{`(a+)\+`, false},
-		{")+", false},  // no quantifier before
-		{"a+)+", true}, // unbalanced, but the shape is there
-		{"(a+)" + "+", true},
+		// Nested repetitions that expand past the limit.
+		{`(?:a{500}){3}`, true},
+		{`((a{10}){10}){10}`, true}, // the groups' captures make it 1220
+		{`(.{0,100}){10}`, true},
+		{`(?:(?:.?){10}){100}b`, true},
+		{`(?:[a-z]+\s?){500}`, true},
+		{`((a{10}){10}){10}x((b{2}){2}){300}`, true},
+		{`(a{100}b){100}`, true}, // the inner repetition need not end the group
+		{`((a{100})){100}`, true},
+		// Go cannot compile these at all: the counts multiply past 1000 copies.
+		{`(a{1000}){1000}`, true},
+		{`((a{10}){10}){11}`, true},
+		{`(?:x{2,}){501}`, true},
+		// Invalid counts on their own are Compile's to report, not the guard's.
+		{`a{1001}`, false},
+		{`(a{2}){1001}`, false},
+		{`a{3,2}`, false},
+		{`(a{2,1}){2}`, false},
+		{`(a`, false},
+		{`\`, false},
 	}
 	for _, tc := range tests {
-		if got := HasNestedQuantifiers(tc.pattern); got != tc.want {
-			t.Errorf("HasNestedQuantifiers(%q) = %v, want %v", tc.pattern, got, tc.want)
-		}
-		if got := nestedRef(tc.pattern); got != tc.want {
-			t.Errorf("reference nestedRef(%q) = %v, want %v (the fuzz oracle is wrong)", tc.pattern, got, tc.want)
+		if got := NestedQuantifiersTooLarge(tc.pattern); got != tc.refused {
+			t.Errorf("NestedQuantifiersTooLarge(%q) = %v, want %v", tc.pattern, got, tc.refused)
 		}
 	}
 }
 
-func FuzzHasNestedQuantifiers(f *testing.F) {
-	for _, s := range []string{"(a+)+", `\(a+\)+`, "((a+))+", "{(a})+", "(a{2})*", `\`, "[(a+)]+"} {
+// The guard's size is an upper bound: every nested repetition of an accepted pattern
+// compiles to at most MaxNestedSize instructions, so the guard never accepts a larger
+// program than it documents.
+func FuzzNestedQuantifiersTooLarge(f *testing.F) {
+	for _, s := range []string{"(a+)+", `(\.[0-9]{1,3}){3}`, "((a{10}){10}){10}", "(?:a{500}){2}",
+		`(a{1000}){1000}`, `(?:x?){100}`, `(?i)(?:k{3}|s{20}){40}`, `(\pL{20}\d?){45}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, pattern string) {
-		if got, want := HasNestedQuantifiers(pattern), nestedRef(pattern); got != want {
-			t.Fatalf("HasNestedQuantifiers(%q) = %v, reference says %v", pattern, got, want)
+		if len(pattern) > MaxPatternLen {
+			return
+		}
+		refused := NestedQuantifiersTooLarge(pattern)
+		tree, err := syntax.Parse(translateEscapes(pattern), syntax.Perl)
+		if err != nil {
+			if refused && !strings.Contains(err.Error(), "invalid repeat count") {
+				t.Fatalf("%q refused though Go rejects it for another reason: %v", pattern, err)
+			}
+			return
+		}
+		if refused {
+			return
+		}
+		var check func(re *syntax.Regexp) bool // reports whether re contains a repetition
+		check = func(re *syntax.Regexp) bool {
+			inner := false
+			for _, sub := range re.Sub {
+				inner = check(sub) || inner
+			}
+			switch re.Op {
+			case syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpRepeat:
+				if inner {
+					prog, err := syntax.Compile(re.Simplify())
+					if err == nil && len(prog.Inst) > MaxNestedSize+2 { // +2: Compile's fail and match
+						t.Fatalf("%q accepted, but its repetition %v compiles to %d instructions",
+							pattern, re, len(prog.Inst))
+					}
+				}
+				return true
+			}
+			return inner
+		}
+		check(tree)
+		if _, err := regexp.Compile(translateEscapes(pattern)); err != nil {
+			t.Fatalf("%q parses but does not compile: %v", pattern, err)
 		}
 	})
-}
-
-// nestedRef restates the rule differently for the fuzz target: split the pattern into
-// tokens (an escape pair is one token), then look at every unescaped ')' and the
-// tokens around it.
-func nestedRef(p string) bool {
-	type token struct {
-		pos     int
-		escaped bool
-	}
-	var toks []token
-	for i := 0; i < len(p); i++ {
-		if p[i] == '\\' && i+1 < len(p) {
-			toks = append(toks, token{pos: i, escaped: true})
-			i++
-			continue
-		}
-		toks = append(toks, token{pos: i})
-	}
-	isQuant := func(tk token) bool {
-		if tk.escaped {
-			return false
-		}
-		switch c := p[tk.pos]; c {
-		case '+', '*', '?':
-			return true
-		case '}':
-			for j := 0; j < tk.pos; j++ {
-				if p[j] == '{' {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	for k, tk := range toks {
-		if tk.escaped || p[tk.pos] != ')' || k == 0 || tk.pos+1 >= len(p) {
-			continue
-		}
-		prev := toks[k-1]
-		if prev.escaped || p[prev.pos] == '(' || p[prev.pos] == ')' || !isQuant(prev) {
-			continue
-		}
-		switch p[tk.pos+1] {
-		case '+', '*', '?', '{':
-			return true
-		}
-	}
-	return false
 }

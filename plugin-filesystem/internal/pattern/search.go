@@ -44,6 +44,7 @@ type Match struct {
 type Searcher struct {
 	find    *finder        // literal pattern, or the regex's required literal; nil: try every line
 	re      *regexp.Regexp // nil in literal mode
+	prog    *dfaProg       // re's lazy DFA; nil: Go's regexp matches the lines
 	never   bool           // no line can match (the literal contains '\n')
 	bufSize int
 }
@@ -62,9 +63,10 @@ func NewLiteralSearcher(pattern string, caseInsensitive bool) *Searcher {
 // NewRegexSearcher returns a Searcher for lines in which re finds a match (anywhere in
 // the line; '^' and '$' anchor the line's ends). re normally comes from Compile. When
 // the pattern contains a literal every match must include, lines without it are
-// skipped before the regular expression runs.
+// skipped before the regular expression runs. Lines are matched with a lazy DFA
+// where it can (see Matcher).
 func NewRegexSearcher(re *regexp.Regexp) *Searcher {
-	s := &Searcher{re: re, bufSize: DefaultBufferSize}
+	s := &Searcher{re: re, prog: newDFAProg(re), bufSize: DefaultBufferSize}
 	if lit, fold, ok := requiredLiteral(re); ok {
 		s.find = newFinder(lit, fold)
 		s.never = bytes.IndexByte(lit, '\n') >= 0
@@ -80,6 +82,10 @@ func (s *Searcher) Search(ctx context.Context, r io.Reader, max int, fn func(Mat
 	st := scanState{line: 1, max: max, fn: fn}
 	if s.never {
 		return 0, nil
+	}
+	if s.re != nil {
+		// The DFA's cache belongs to this search, so a Searcher stays shareable.
+		st.m = newMatcher(s.re, s.prog)
 	}
 	buf := make([]byte, s.bufSize)
 	var scratch []byte
@@ -127,6 +133,7 @@ type scanState struct {
 	count int
 	max   int
 	fn    func(Match) error
+	m     *Matcher // regex mode
 }
 
 func (st *scanState) emit(m Match) (stop bool, err error) {
@@ -185,7 +192,7 @@ func (s *Searcher) scan(region []byte, st *scanState) (bool, error) {
 			// A literal hit that runs into the removed '\r' is not in the line.
 			ok = at+len(s.find.pat) <= start+len(text)
 		} else {
-			ok = s.re.Match(text)
+			ok = st.m.Match(text)
 		}
 		if ok {
 			if stop, err := st.emit(Match{Line: st.line, Text: text}); stop || err != nil {
@@ -210,7 +217,7 @@ func (s *Searcher) scanEachLine(region []byte, st *scanState) (bool, error) {
 			end = pos + j
 		}
 		text := trimCR(region[pos:end])
-		if s.re.Match(text) {
+		if st.m.Match(text) {
 			if stop, err := st.emit(Match{Line: st.line, Text: text}); stop || err != nil {
 				return true, err
 			}
@@ -225,7 +232,7 @@ func (s *Searcher) scanEachLine(region []byte, st *scanState) (bool, error) {
 func (s *Searcher) longLine(ls *lineStream, head []byte, st *scanState) (bool, error) {
 	var matched bool
 	if s.re != nil {
-		matched = s.re.MatchReader(ls)
+		matched = st.m.matchStream(ls)
 	} else {
 		matched = s.find.matchStream(ls)
 	}

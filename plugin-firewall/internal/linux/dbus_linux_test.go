@@ -74,17 +74,19 @@ func startBus(t *testing.T) string {
 	return "unix:path=" + sock
 }
 
-// exportFake publishes obj as firewalld's zone interface on the bus at addr, mapping
-// the lower-case D-Bus method names onto the Go methods.
-func exportFake(t *testing.T, addr string, obj any, methods map[string]string) *dbus.Conn {
+// exportFake publishes obj on the bus at addr as firewalld, one method map per
+// interface, mapping the lower-case D-Bus method names onto the Go methods.
+func exportFake(t *testing.T, addr string, obj any, ifaces map[string]map[string]string) *dbus.Conn {
 	t.Helper()
 	srv, err := dbus.Connect(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	if err := srv.ExportWithMap(obj, methods, firewalldPath, firewalldZones); err != nil {
-		t.Fatal(err)
+	for iface, methods := range ifaces {
+		if err := srv.ExportWithMap(obj, methods, firewalldPath, iface); err != nil {
+			t.Fatal(err)
+		}
 	}
 	reply, err := srv.RequestName(firewalldDest, dbus.NameFlagDoNotQueue)
 	if err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
@@ -93,57 +95,108 @@ func exportFake(t *testing.T, addr string, obj any, methods map[string]string) *
 	return srv
 }
 
+// goodFirewalld is a firewalld 1.x with one zone bound, the default zone and one
+// active policy.
 type goodFirewalld struct{}
 
 func (goodFirewalld) GetActiveZones() (map[string]map[string][]string, *dbus.Error) {
-	return map[string]map[string][]string{
-		"public":  {"interfaces": {"veth0"}},
-		"trusted": {"sources": {"10.0.0.0/8"}},
-	}, nil
+	return map[string]map[string][]string{"public": {"interfaces": {"veth0"}}}, nil
 }
 
-func (goodFirewalld) GetServices(zone string) ([]string, *dbus.Error) {
+func (goodFirewalld) GetDefaultZone() (string, *dbus.Error) { return "trusted", nil }
+
+func (goodFirewalld) GetZoneSettings2(zone string) (map[string]dbus.Variant, *dbus.Error) {
 	switch zone {
 	case "public":
-		return []string{"ssh", "https"}, nil
+		return settings("target", "default", "interfaces", []string{"veth0"}, "services", []string{"ssh", "https"},
+			"ports", []struct{ Port, Proto string }{{"8080", "tcp"}}), nil
 	case "trusted":
-		return []string{}, nil
+		return settings("target", "ACCEPT"), nil
 	}
 	return nil, dbus.NewError("org.fedoraproject.FirewallD1.Exception", []any{"INVALID_ZONE: " + zone})
 }
 
+func (goodFirewalld) GetActivePolicies() (map[string]map[string][]string, *dbus.Error) {
+	return map[string]map[string][]string{"p": {"ingress_zones": {"ANY"}, "egress_zones": {"HOST"}}}, nil
+}
+
+func (goodFirewalld) GetPolicySettings(string) (map[string]dbus.Variant, *dbus.Error) {
+	return settings("target", "CONTINUE", "priority", int32(-1), "masquerade", false,
+		"ingress_zones", []string{"ANY"}, "egress_zones", []string{"HOST"}), nil
+}
+
+var firewalld1x = map[string]map[string]string{
+	firewalldZones:  {"GetActiveZones": "getActiveZones", "GetZoneSettings2": "getZoneSettings2"},
+	firewalldMain:   {"GetDefaultZone": "getDefaultZone"},
+	firewalldPolicy: {"GetActivePolicies": "getActivePolicies", "GetPolicySettings": "getPolicySettings"},
+}
+
+// oldFirewalld is a firewalld before 0.9: no getZoneSettings2, no policies, and zone
+// settings as a fixed tuple.
+type oldFirewalld struct{ goodFirewalld }
+
+type port struct{ Port, Proto string }
+type forwardPort struct{ Port, Proto, ToPort, ToAddr string }
+
+// zoneTuple is the (sssbsasa(ss)asba(ssss)asasasasa(ss)b) of getZoneSettings.
+type zoneTuple struct {
+	Version, Short, Description string
+	Unused                      bool
+	Target                      string
+	Services                    []string
+	Ports                       []port
+	IcmpBlocks                  []string
+	Masquerade                  bool
+	ForwardPorts                []forwardPort
+	Interfaces, Sources, Rules  []string
+	Protocols                   []string
+	SourcePorts                 []port
+	IcmpBlockInversion          bool
+}
+
+func (oldFirewalld) GetZoneSettings(zone string) (zoneTuple, *dbus.Error) {
+	if zone == "public" {
+		return zoneTuple{Target: "{chain}_{zone}", Services: []string{"ssh"}, Ports: []port{{"8080", "tcp"}},
+			ForwardPorts: []forwardPort{{"80", "tcp", "8080", ""}}, Interfaces: []string{"veth0"}}, nil
+	}
+	return zoneTuple{Target: "ACCEPT"}, nil
+}
+
+var firewalldOld = map[string]map[string]string{
+	firewalldZones: {"GetActiveZones": "getActiveZones"},
+	firewalldMain:  {"GetDefaultZone": "getDefaultZone", "GetZoneSettings": "getZoneSettings"},
+}
+
 // wrongZones answers getActiveZones with a{ss} instead of a{sa{sas}}.
-type wrongZones struct{}
+type wrongZones struct{ goodFirewalld }
 
 func (wrongZones) GetActiveZones() (map[string]string, *dbus.Error) {
 	return map[string]string{"public": "veth0"}, nil
 }
 
-// wrongServices answers getServices with an integer.
-type wrongServices struct{ goodFirewalld }
+// wrongSettings answers getZoneSettings2 with an integer.
+type wrongSettings struct{ goodFirewalld }
 
-func (wrongServices) GetServices(string) (int32, *dbus.Error) { return 7, nil }
+func (wrongSettings) GetZoneSettings2(string) (int32, *dbus.Error) { return 7, nil }
 
-// failingServices answers getActiveZones but refuses getServices with firewalld's
-// own error, as it does for a zone removed between the two calls.
-type failingServices struct{ goodFirewalld }
+// failingSettings answers getActiveZones but refuses getZoneSettings2 with
+// firewalld's own error, as it does for a zone removed between the two calls.
+type failingSettings struct{ goodFirewalld }
 
-func (failingServices) GetServices(zone string) ([]string, *dbus.Error) {
+func (failingSettings) GetZoneSettings2(zone string) (map[string]dbus.Variant, *dbus.Error) {
 	return nil, dbus.NewError("org.fedoraproject.FirewallD1.Exception", []any{"INVALID_ZONE: " + zone})
 }
 
-// slowServices does not answer getServices until released.
-type slowServices struct {
+// slowSettings does not answer getZoneSettings2 until released.
+type slowSettings struct {
 	goodFirewalld
 	release chan struct{}
 }
 
-func (s slowServices) GetServices(string) ([]string, *dbus.Error) {
+func (s slowSettings) GetZoneSettings2(zone string) (map[string]dbus.Variant, *dbus.Error) {
 	<-s.release
-	return []string{"ssh"}, nil
+	return s.goodFirewalld.GetZoneSettings2(zone)
 }
-
-var zoneMethods = map[string]string{"GetActiveZones": "getActiveZones", "GetServices": "getServices"}
 
 func TestRealBusFirewalld(t *testing.T) {
 	addr := startBus(t)
@@ -154,11 +207,21 @@ func TestRealBusFirewalld(t *testing.T) {
 		t.Fatalf("firewalld not running but reachable: %+v", got)
 	}
 
-	srv := exportFake(t, addr, goodFirewalld{}, zoneMethods)
+	srv := exportFake(t, addr, goodFirewalld{}, firewalld1x)
 	l := New()
-	rowsEqual(t, "state", l.State(context.Background()), "backend|firewalld", "state|running", "ruleset|2")
+	rowsEqual(t, "state", l.State(context.Background()), "backend|firewalld", "state|running", "ruleset|3")
 	rowsEqual(t, "rules", l.Rules(context.Background()),
-		"backend|firewalld", "rule|firewalld|public|service|ssh", "rule|firewalld|public|service|https", "ruleset|2")
+		"backend|firewalld",
+		"rule|firewalld|public|target|default",
+		"rule|firewalld|public|interface|veth0",
+		"rule|firewalld|public|service|ssh",
+		"rule|firewalld|public|service|https",
+		"rule|firewalld|public|port|8080/tcp",
+		"rule|firewalld|trusted|target|ACCEPT",
+		"rule|firewalld|policy:p|target|CONTINUE",
+		"rule|firewalld|policy:p|ingress-zone|ANY",
+		"rule|firewalld|policy:p|egress-zone|HOST",
+		"ruleset|3")
 
 	// firewalld stops: its name is released and the bus answers ServiceUnknown, so
 	// the rung falls through again.
@@ -170,23 +233,40 @@ func TestRealBusFirewalld(t *testing.T) {
 	}
 }
 
+// TestRealBusOldFirewalld is a firewalld that predates getZoneSettings2 and policies:
+// the bus answers "unknown method", and the tuple form is read instead.
+func TestRealBusOldFirewalld(t *testing.T) {
+	addr := startBus(t)
+	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", addr)
+	exportFake(t, addr, oldFirewalld{}, firewalldOld)
+	rowsEqual(t, "rules", firewalldRows(queryFirewalld(context.Background(), FirewalldBudget, connectSystemBus), true),
+		"backend|firewalld",
+		"rule|firewalld|public|target|default",
+		"rule|firewalld|public|interface|veth0",
+		"rule|firewalld|public|service|ssh",
+		"rule|firewalld|public|port|8080/tcp",
+		"rule|firewalld|public|forward-port|port=80:proto=tcp:toport=8080:toaddr=",
+		"rule|firewalld|trusted|target|ACCEPT",
+		"ruleset|3")
+}
+
 // TestRealBusWrongTypes covers a firewalld that answers getActiveZones and then
 // fails: a reply of the wrong type, or an error. firewalld owns the answer, but it is
-// incomplete, so no service is listed and the count is unknown.
+// incomplete, so nothing is listed and the count is unknown.
 func TestRealBusWrongTypes(t *testing.T) {
 	tests := []struct {
 		name string
 		obj  any
 	}{
 		{"active zones as a string map", wrongZones{}},
-		{"services as int32", wrongServices{}},
-		{"services call fails", failingServices{}},
+		{"settings as int32", wrongSettings{}},
+		{"settings call fails", failingSettings{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			addr := startBus(t)
 			t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", addr)
-			exportFake(t, addr, tt.obj, zoneMethods)
+			exportFake(t, addr, tt.obj, firewalld1x)
 			got := queryFirewalld(context.Background(), FirewalldBudget, connectSystemBus)
 			if !got.Reachable || got.Complete {
 				t.Errorf("got %+v, want reachable and incomplete", got)
@@ -199,11 +279,11 @@ func TestRealBusWrongTypes(t *testing.T) {
 func TestRealBusBudget(t *testing.T) {
 	addr := startBus(t)
 	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", addr)
-	slow := slowServices{release: make(chan struct{})}
+	slow := slowSettings{release: make(chan struct{})}
 	defer close(slow.release)
-	exportFake(t, addr, slow, zoneMethods)
+	exportFake(t, addr, slow, firewalld1x)
 	// The budget leaves connecting and listing zones ample time even on a loaded
-	// machine; only getServices runs into it.
+	// machine; only getZoneSettings2 runs into it.
 	const budget = 1500 * time.Millisecond
 	start := time.Now()
 	got := queryFirewalld(context.Background(), budget, connectSystemBus)

@@ -1,10 +1,10 @@
-// Package linux reads the host firewall on Linux by walking a fixed ladder of sources
-// and reporting the first one that answers: firewalld over D-Bus, then nftables over
-// netlink, then `ufw status numbered`, then `iptables -S`, else none.
+// Package linux reads the host firewall on Linux. firewalld, when it runs, answers
+// over D-Bus; otherwise the kernel answers with the union of its two rule stores,
+// nftables (over netlink) and the legacy iptables tables (iptables-legacy-save and
+// ip6tables-legacy-save), with `ufw status numbered` asked first on a host whose
+// nftables holds no table. Where nothing can be read, the answer is none.
 //
-// The decision logic (what counts as an answer, which rows each outcome writes, how a
-// later backend's verdict is clamped by nftables tables already seen) is plain Go over
-// plain values and is tested on its own; the D-Bus and netlink readers live in the
-// _linux.go files and are handed to the Ladder as functions. docs/firewall.md describes
-// every row.
+// The decision logic (what counts as an answer, which rows each outcome writes, when
+// ufw's "off" may stand) is plain Go over plain values and is tested on its own; the
+// readers are handed to the Ladder as functions. docs/firewall.md describes every row.
 package linux

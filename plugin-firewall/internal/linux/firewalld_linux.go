@@ -11,11 +11,10 @@ import (
 	"github.com/godbus/dbus/v5"
 )
 
-// firewalld's well-known name, object and the interface whose methods are called.
+// firewalld's well-known name and its object.
 const (
-	firewalldDest  = "org.fedoraproject.FirewallD1"
-	firewalldPath  = dbus.ObjectPath("/org/fedoraproject/FirewallD1")
-	firewalldZones = "org.fedoraproject.FirewallD1.zone"
+	firewalldDest = "org.fedoraproject.FirewallD1"
+	firewalldPath = dbus.ObjectPath("/org/fedoraproject/FirewallD1")
 )
 
 // defaultSystemBus is where the system bus listens when DBUS_SYSTEM_BUS_ADDRESS is
@@ -60,12 +59,17 @@ func connectSystemBus(ctx context.Context) (busCaller, error) {
 	return &dbusCaller{conn: conn}, nil
 }
 
-// dbusCaller calls methods of firewalld's zone interface over one connection.
+// dbusCaller calls methods of firewalld's interfaces over one connection.
 type dbusCaller struct{ conn *dbus.Conn }
 
-func (c *dbusCaller) Call(ctx context.Context, method string, args ...any) ([]any, error) {
-	call := c.conn.Object(firewalldDest, firewalldPath).CallWithContext(ctx, firewalldZones+"."+method, 0, args...)
+func (c *dbusCaller) Call(ctx context.Context, iface, method string, args ...any) ([]any, error) {
+	call := c.conn.Object(firewalldDest, firewalldPath).CallWithContext(ctx, iface+"."+method, 0, args...)
 	if call.Err != nil {
+		var derr dbus.Error
+		if errors.As(call.Err, &derr) && (derr.Name == "org.freedesktop.DBus.Error.UnknownMethod" ||
+			derr.Name == "org.freedesktop.DBus.Error.UnknownInterface") {
+			return nil, fmt.Errorf("firewalld: %s: %w: %w", method, errNoMethod, call.Err)
+		}
 		return nil, fmt.Errorf("firewalld: %s: %w", method, call.Err)
 	}
 	return call.Body, nil

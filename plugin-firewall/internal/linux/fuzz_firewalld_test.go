@@ -10,13 +10,22 @@ import (
 )
 
 // FuzzFirewalldReply decodes arbitrary bytes as a D-Bus message, the way the client
-// library decodes firewalld's replies, and hands the body to the two reply decoders.
+// library decodes firewalld's replies, and hands the body to every reply decoder.
 // Whatever arrives, they must not panic, and what they accept must have the shape
-// they promise: sorted zone names from a{sa{sas}}, a string list from as.
+// they promise: sorted names from a{sa{sas}}, one string from s, and settings with a
+// target from a{sv} or the settings tuple.
 func FuzzFirewalldReply(f *testing.F) {
 	for _, body := range [][]any{
 		{map[string]map[string][]string{"public": {"interfaces": {"veth0"}}, "trusted": {"sources": {"10.0.0.0/8"}}}},
-		{[]string{"ssh", "https"}},
+		{"public"},
+		{map[string]dbus.Variant{"target": dbus.MakeVariant("default"), "services": dbus.MakeVariant([]string{"ssh"}),
+			"ports": dbus.MakeVariant([]struct{ P, Q string }{{"8080", "tcp"}})}},
+		{struct {
+			V, S, D string
+			U       bool
+			T       string
+			Svc     []string
+		}{"", "", "", false, "ACCEPT", []string{"ssh"}}},
 		{map[string]string{"public": "veth0"}},
 		{int32(7)},
 		{},
@@ -45,17 +54,29 @@ func FuzzFirewalldReply(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if names, ok := decodeActiveZones(msg.Body); ok {
+		if names, ok := decodeActive(msg.Body); ok {
 			if !slices.IsSorted(names) {
-				t.Fatalf("zone names not sorted: %q", names)
+				t.Fatalf("names not sorted: %q", names)
 			}
 			m := msg.Body[0].(map[string]map[string][]string)
 			if len(names) != len(m) {
-				t.Fatalf("%d names from %d zones", len(names), len(m))
+				t.Fatalf("%d names from %d entries", len(names), len(m))
 			}
 		}
-		if s, ok := decodeStrings(msg.Body); ok && len(msg.Body) != 1 {
+		if s, ok := decodeString(msg.Body); ok && len(msg.Body) != 1 {
 			t.Fatalf("accepted %q from a body of %d values", s, len(msg.Body))
+		}
+		for _, decode := range []func([]any, string) (Zone, bool){decodeSettings, decodeSettingsTuple} {
+			if z, ok := decode(msg.Body, "z"); ok {
+				if z.Target == "" || z.Name != "z" {
+					t.Fatalf("accepted settings without a target: %+v", z)
+				}
+				for _, r := range zoneRows("z", z) {
+					if len(r.Fields) != 4 {
+						t.Fatalf("row %q", r.Text())
+					}
+				}
+			}
 		}
 	})
 }

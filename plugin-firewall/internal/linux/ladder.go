@@ -19,7 +19,6 @@ const (
 	DefaultToolTimeout = 5 * time.Second
 	DefaultTotal       = 20 * time.Second
 	DefaultUfwPath     = "/usr/sbin/ufw"
-	DefaultIptables    = "/usr/sbin/iptables"
 )
 
 // Cumulative cut-offs of the three nftables dumps, measured from the start of the
@@ -39,14 +38,15 @@ type Timeouts struct {
 	// NftTable, NftChain and NftRule are the cumulative cut-offs of the nftables
 	// dumps, from the start of that rung.
 	NftTable, NftChain, NftRule time.Duration
-	// Tool bounds each run of ufw and of iptables.
+	// Tool bounds the run of ufw, and the legacy iptables reads (both families
+	// together).
 	Tool time.Duration
 	// Total bounds the whole walk, whatever the rungs' own bounds add up to.
 	Total time.Duration
 }
 
 // DefaultTimeouts returns the plugin's bounds: five seconds for each of firewalld,
-// nftables, ufw and iptables, and twenty for the whole walk.
+// nftables, ufw and the legacy iptables tables, and twenty for the whole walk.
 func DefaultTimeouts() Timeouts {
 	return Timeouts{
 		Firewalld: FirewalldBudget,
@@ -59,7 +59,8 @@ func DefaultTimeouts() Timeouts {
 }
 
 // WorstCase is the longest a walk with these bounds can take: the sum of the rungs'
-// bounds (nftables counts with its last cut-off), or Total when that is shorter.
+// bounds (nftables counts with its last cut-off, ufw and the legacy tables with one
+// tool bound each), or Total when that is shorter.
 func (t Timeouts) WorstCase() time.Duration {
 	return min(t.Firewalld+t.NftRule+2*t.Tool, t.Total)
 }
@@ -74,11 +75,13 @@ type Ladder struct {
 	Firewalld func(ctx context.Context) FirewalldResult
 	// Nftables reads the nftables ruleset over netlink.
 	Nftables func(ctx context.Context) NftResult
-	// Run starts ufw and iptables.
+	// Legacy reads the legacy iptables tables of both families.
+	Legacy func(ctx context.Context) LegacyResult
+	// Run starts ufw.
 	Run Runner
-	// UfwPath and IptablesPath are the absolute paths of the two tools.
-	UfwPath, IptablesPath string
-	// ToolTimeout bounds each tool run.
+	// UfwPath is the absolute path of ufw.
+	UfwPath string
+	// ToolTimeout bounds the ufw run.
 	ToolTimeout time.Duration
 	// Total bounds the whole walk.
 	Total time.Duration
@@ -91,6 +94,13 @@ func (l *Ladder) State(ctx context.Context) []row.Row { return l.walk(ctx, false
 // Rules answers the `rules` action: which backend answered and the rules it lists.
 func (l *Ladder) Rules(ctx context.Context) []row.Row { return l.walk(ctx, true) }
 
+// walk asks the sources in order. firewalld, when it runs, answers for the host. Else
+// the kernel answers: nftables and the legacy iptables tables are both read, because
+// each holds rules the other cannot see, and the answer is their union. ufw is asked
+// only when nftables holds no table (on such a host ufw works through
+// iptables-legacy); when it says it is on, it answers with its own list, and when it
+// says it is off (or says something unreadable) that is believed only if the kernel
+// holds nothing that filters (docs/firewall.md).
 func (l *Ladder) walk(ctx context.Context, rules bool) []row.Row {
 	ctx, cancel := context.WithTimeout(ctx, l.Total)
 	defer cancel()
@@ -99,118 +109,160 @@ func (l *Ladder) walk(ctx context.Context, rules bool) []row.Row {
 		return firewalldRows(fw, rules)
 	}
 
+	// Error rows are written the moment a read fails, so they stay whatever answers
+	// later: they say what could not be seen.
 	nft := l.Nftables(ctx)
-	// Error and fallthrough rows are written the moment the read fails, so they stay
-	// even when a later backend answers: they say why nftables did not.
 	out := append([]row.Row(nil), nft.Diag...)
 	if nft.Answered && nft.Tables > 0 {
-		return append(out, nftRows(nft, rules)...)
+		k := kernel{nft: nft, legacy: l.Legacy(ctx)}
+		return append(append(out, k.legacy.Diag...), k.rows(rules)...)
 	}
-	// A complete read that found no table at all does not settle the question:
-	// iptables-legacy keeps its rules in tables nftables cannot see, and ufw on such
-	// a host works through it. So ufw and iptables are asked first, and the empty
-	// ruleset is the answer only when neither of them answers. Upstream stops here
-	// and reports "inactive", which is false on a legacy host holding rules
-	// (docs/firewall.md).
-	if r, ok := l.ufw(ctx, nft.TablesSeen, rules); ok {
-		return append(out, r...)
+
+	u := l.ufw(ctx)
+	if u.answered && u.trusted && u.status == parse.Enabled {
+		return append(out, u.rows(rules, false)...)
 	}
-	if r, ok := l.iptables(ctx, nft.TablesSeen, rules); ok {
-		return append(out, r...)
+	k := kernel{nft: nft, legacy: l.Legacy(ctx)}
+	if u.answered && !k.hasContent() {
+		// ufw's "off" stands when the kernel holds nothing that filters; when the
+		// kernel could not be read whole it becomes unknown.
+		return append(append(out, k.legacy.Diag...), u.rows(rules, !k.complete())...)
 	}
-	if nft.Answered {
-		return append(out, nftRows(nft, rules)...)
+	if u.answered {
+		out = append(out, row.New("fallthrough", "ufw:"+u.verdict()))
 	}
-	return append(out, terminalRows(nft, rules)...)
+	return append(append(out, k.legacy.Diag...), k.rows(rules)...)
 }
 
-// run starts one tool. A tool that could not be started is reported as not run,
-// whatever the reason; the error itself is not shown to the user because the rung
-// simply does not answer.
-func (l *Ladder) run(ctx context.Context, argv ...string) subprocess.Result {
-	res, err := l.Run(ctx, subprocess.Spec{Argv: argv, Timeout: l.ToolTimeout})
-	if err != nil {
-		return subprocess.Result{ExitCode: -1}
-	}
-	return res
+// ufwAnswer is what `ufw status numbered` said.
+type ufwAnswer struct {
+	// answered is true when ufw ran and exited 0; a failure (typically "not root")
+	// leaves the question to the kernel.
+	answered bool
+	// trusted is true when the output was whole and its status line recognised;
+	// otherwise neither the verdict nor the rule lines are believed.
+	trusted bool
+	status  parse.Status
+	list    []parse.UfwRule
 }
 
-// ufw answers only when the tool ran and exited 0: a failure (typically "not root")
-// hands over to iptables.
-func (l *Ladder) ufw(ctx context.Context, tablesSeen, rules bool) ([]row.Row, bool) {
-	res := l.run(ctx, l.UfwPath, "status", "numbered")
-	if !res.ToolRan || res.ExitCode != 0 {
-		return nil, false
+func (l *Ladder) ufw(ctx context.Context) ufwAnswer {
+	res, err := l.Run(ctx, subprocess.Spec{Argv: []string{l.UfwPath, "status", "numbered"}, Timeout: l.ToolTimeout})
+	if err != nil || !res.ToolRan || res.ExitCode != 0 {
+		return ufwAnswer{}
 	}
 	status := parse.ParseUfwStatus(res.Output)
-	// An unrecognised status line means the output is not what this parser knows, so
-	// neither its verdict nor its rule lines are trusted.
-	trusted := parse.SubprocessComplete(res) && status != parse.Unknown
-	list := parse.ParseUfwRules(res.Output)
-	return toolRows("ufw", trusted, tablesSeen, rules, status, len(list), func() []row.Row {
-		out := make([]row.Row, 0, len(list))
-		for _, r := range list {
-			out = append(out, row.New("rule", rows.Sanitize(r.Index), rows.Sanitize(r.To),
-				rows.Sanitize(r.Action), rows.Sanitize(r.From)))
-		}
-		return out
-	}), true
-}
-
-// iptables is the last real backend: once the tool ran, it answers, and a failed or
-// unrecognised read is reported as unknown rather than handed on.
-func (l *Ladder) iptables(ctx context.Context, tablesSeen, rules bool) ([]row.Row, bool) {
-	res := l.run(ctx, l.IptablesPath, "-S")
-	if !res.ToolRan {
-		return nil, false
+	return ufwAnswer{
+		answered: true,
+		trusted:  parse.SubprocessComplete(res) && status != parse.Unknown,
+		status:   status,
+		list:     parse.ParseUfwRules(res.Output),
 	}
-	entries := parse.ParseIptables(res.Output)
-	status := parse.IptablesState(entries)
-	trusted := parse.SubprocessComplete(res) && status != parse.Unknown
-	return toolRows("iptables", trusted, tablesSeen, rules, status, parse.IptablesRuleCount(entries), func() []row.Row {
-		out := make([]row.Row, 0, len(entries))
-		for _, e := range entries {
-			out = append(out, row.New("rule", e.Kind, rows.Sanitize(e.Chain), rows.Sanitize(e.Spec)))
-		}
-		return out
-	}), true
 }
 
-// toolRows renders what a tool backend (ufw, iptables) answered: for state its gated
-// verdict and rule count, for rules its rule rows and count, and unknown for both when
-// its read is not trusted.
-func toolRows(backend string, trusted, tablesSeen, rules bool, status parse.Status, count int, ruleRows func() []row.Row) []row.Row {
-	out := []row.Row{row.New("backend", backend)}
+// verdict is ufw's own verdict as a Linux state word.
+func (u ufwAnswer) verdict() string {
+	return parse.GateState(u.trusted, false, u.status).Activity()
+}
+
+// rows renders ufw's answer: for state its verdict and rule count, for rules its rule
+// rows and count, and unknown for both when its output is not trusted. clamp turns an
+// "inactive" into unknown, for a kernel that could not be read whole.
+func (u ufwAnswer) rows(rules, clamp bool) []row.Row {
+	out := []row.Row{row.New("backend", "ufw")}
 	if !rules {
-		out = append(out, row.New("state", parse.GateState(trusted, tablesSeen, status).Activity()))
-		if !trusted {
+		out = append(out, row.New("state", parse.GateState(u.trusted, clamp, u.status).Activity()))
+		if !u.trusted {
 			return append(out, rulesetUnknown())
 		}
-		return append(out, rulesetCount(count))
+		return append(out, rulesetCount(len(u.list)))
 	}
-	if !trusted {
+	if !u.trusted {
 		return append(out, rulesUnknown(), rulesetUnknown())
 	}
-	return append(append(out, ruleRows()...), rulesetCount(count))
+	for _, r := range u.list {
+		out = append(out, row.New("rule", rows.Sanitize(r.Index), rows.Sanitize(r.To),
+			rows.Sanitize(r.Action), rows.Sanitize(r.From)))
+	}
+	return append(out, rulesetCount(len(u.list)))
 }
 
-// terminalRows close a walk where no backend answered. When nftables tables were read
-// but a later dump failed, nftables is named as the backend with the failure spelled
-// out: the host does have a ruleset, it just could not be read whole.
-func terminalRows(nft NftResult, rules bool) []row.Row {
-	verdict := row.New("state", "unknown")
-	if rules {
-		verdict = rulesUnknown()
+// kernel is what the kernel's two rule stores held: nftables (native tables and
+// those of iptables-nft) and the legacy iptables tables.
+type kernel struct {
+	nft    NftResult
+	legacy LegacyResult
+}
+
+// complete reports whether both stores were read whole. A kernel without nf_tables
+// at all counts as read: it can hold no nftables rule.
+func (k kernel) complete() bool {
+	return (k.nft.Answered || k.nft.Absent) && k.legacy.Complete()
+}
+
+// hasContent reports whether anything that was read filters.
+func (k kernel) hasContent() bool {
+	return (k.nft.Answered && nftHasContent(k.nft.Chains, k.nft.Rules)) || k.legacy.HasContent()
+}
+
+// backends names the stores that hold tables, read or not. When neither does, the
+// store that was read whole answers (nftables first); when neither was, none did.
+func (k kernel) backends() []string {
+	var b []string
+	if (k.nft.Answered && k.nft.Tables > 0) || k.nft.TablesSeen {
+		b = append(b, "nftables")
 	}
-	if nft.TablesSeen {
-		return []row.Row{
-			row.New("backend", "nftables"),
-			verdict,
-			parse.NftDiagRow(nft.FailedDump, nft.FailedReason),
-			rulesetUnknown(),
+	if k.legacy.HasTables() {
+		b = append(b, "iptables")
+	}
+	switch {
+	case len(b) > 0:
+		return b
+	case k.nft.Answered:
+		return []string{"nftables"}
+	case k.legacy.Complete():
+		return []string{"iptables"}
+	}
+	return []string{"none"}
+}
+
+// rows renders the kernel's answer. The verdict is the union's: active when anything
+// read filters, inactive only when both stores were read whole and nothing filters,
+// unknown otherwise. The count is the sum over both stores, and unknown unless both
+// were read whole. The rules of a store that was read whole are listed even when the
+// other was not; rules|unknown then says the list is not the whole.
+func (k kernel) rows(rules bool) []row.Row {
+	var out []row.Row
+	for _, b := range k.backends() {
+		out = append(out, row.New("backend", b))
+	}
+	complete := k.complete()
+	if !rules {
+		verdict := parse.Unknown
+		switch {
+		case k.hasContent():
+			verdict = parse.Enabled
+		case complete:
+			verdict = parse.Disabled
 		}
+		out = append(out, row.New("state", verdict.Activity()))
+	} else if !complete {
+		out = append(out, rulesUnknown())
 	}
-	return []row.Row{row.New("backend", "none"), verdict, rulesetUnknown()}
+	if k.nft.TablesSeen {
+		// nftables holds tables that could not be read whole.
+		out = append(out, parse.NftDiagRow(k.nft.FailedDump, k.nft.FailedReason))
+	}
+	if rules {
+		if k.nft.Answered {
+			out = append(out, nftRuleRows(k.nft)...)
+		}
+		out = append(out, k.legacy.rows()...)
+	}
+	if !complete {
+		return append(out, rulesetUnknown())
+	}
+	return append(out, rulesetCount(len(k.nft.Rules)+k.legacy.RuleCount()))
 }
 
 func rulesetCount(n int) row.Row { return row.New("ruleset", strconv.Itoa(n)) }

@@ -7,8 +7,8 @@ import (
 )
 
 // New returns the ladder wired to the real sources with DefaultTimeouts: firewalld on
-// the system bus, nftables in the plugin's network namespace, and the ufw and iptables
-// binaries at their standard paths.
+// the system bus, nftables and the legacy iptables tables of the plugin's network
+// namespace, and ufw at its standard path.
 func New() *Ladder { return NewWithTimeouts(DefaultTimeouts()) }
 
 // NewWithTimeouts returns the ladder wired to the real sources, bounded by t.
@@ -19,11 +19,11 @@ func NewWithTimeouts(t Timeouts) *Ladder {
 		Firewalld: func(ctx context.Context) FirewalldResult {
 			return queryFirewalld(ctx, t.Firewalld, connectSystemBus)
 		},
-		Nftables:     func(ctx context.Context) NftResult { return nft.Read(ctx) },
-		Run:          subprocess.Run,
-		UfwPath:      DefaultUfwPath,
-		IptablesPath: DefaultIptables,
-		ToolTimeout:  t.Tool,
-		Total:        t.Total,
+		Nftables:    func(ctx context.Context) NftResult { return nft.Read(ctx) },
+		Legacy:      newLegacyReader(subprocess.Run, t.Tool).Read,
+		Run:         subprocess.Run,
+		UfwPath:     DefaultUfwPath,
+		ToolTimeout: t.Tool,
+		Total:       t.Total,
 	}
 }

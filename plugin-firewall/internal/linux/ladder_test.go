@@ -54,23 +54,24 @@ func (f *fakeRunner) run(ctx context.Context, spec subprocess.Spec) (subprocess.
 	return res, nil
 }
 
-const (
-	ufwPath = "/fake/ufw"
-	iptPath = "/fake/iptables"
-)
+const ufwPath = "/fake/ufw"
 
 // ladderWith builds a ladder from fixed rung results.
-func ladderWith(fw FirewalldResult, nft NftResult, tools map[string]tool) (*Ladder, *fakeRunner) {
+func ladderWith(fw FirewalldResult, nft NftResult, legacy LegacyResult, tools map[string]tool) (*Ladder, *fakeRunner, *int) {
 	fr := &fakeRunner{tools: tools}
+	legacyReads := 0
 	return &Ladder{
-		Firewalld:    func(context.Context) FirewalldResult { return fw },
-		Nftables:     func(context.Context) NftResult { return nft },
-		Run:          fr.run,
-		UfwPath:      ufwPath,
-		IptablesPath: iptPath,
-		ToolTimeout:  DefaultToolTimeout,
-		Total:        DefaultTotal,
-	}, fr
+		Firewalld: func(context.Context) FirewalldResult { return fw },
+		Nftables:  func(context.Context) NftResult { return nft },
+		Legacy: func(context.Context) LegacyResult {
+			legacyReads++
+			return legacy
+		},
+		Run:         fr.run,
+		UfwPath:     ufwPath,
+		ToolTimeout: DefaultToolTimeout,
+		Total:       DefaultTotal,
+	}, fr, &legacyReads
 }
 
 func rowsEqual(t testing.TB, name string, got []row.Row, want ...string) {
@@ -100,246 +101,273 @@ var (
 		"[ 2] 80|81/tcp                  DENY IN     10.0.0.0/8                \n\n"}
 	ufwInactive = tool{out: "Status: inactive\n"}
 	ufwNotRoot  = tool{exit: 1}
-	iptFresh    = tool{out: "-P INPUT ACCEPT\n-P FORWARD ACCEPT\n-P OUTPUT ACCEPT\n"}
-	iptRules    = tool{out: "-P INPUT DROP\n-P FORWARD ACCEPT\n-P OUTPUT ACCEPT\n-N mine\n-A INPUT -i lo -j ACCEPT\n-A mine -s 10.0.0.0/8 -j DROP\n"}
-	iptNotRoot  = tool{exit: 4}
+
+	// An nftables read with one table: a drop-policy base chain and one rule.
+	nftOne = NftResult{Answered: true, Tables: 1,
+		Chains: []NftChain{{Family: 1, Table: "t", Name: "in", Base: true, Hook: 1, HasPolicy: true, Policy: 0}},
+		Rules:  []NftRule{{Family: 1, Table: "t", Chain: "in", Handle: 2, HasHandle: true}}}
+	nftEmpty = NftResult{Answered: true}
+
+	// Legacy tables: none at all; filter with a drop policy, a user chain and two
+	// rules in IPv4 and one rule in IPv6 nat; empty ACCEPT tables; and reads that
+	// failed.
+	legacyNone  = LegacyResult{Families: []LegacyFamily{{Family: familyIPv4, Read: true}, {Family: familyIPv6, Read: true}}}
+	legacyRules = LegacyResult{Families: []LegacyFamily{
+		{Family: familyIPv4, Read: true, Listed: []string{"filter"}, Tables: []parse.IptTable{{Name: "filter", Entries: []parse.IptEntry{
+			{Kind: parse.IptPolicy, Chain: "INPUT", Spec: "DROP"}, {Kind: parse.IptNewChain, Chain: "mine"},
+			{Kind: parse.IptAppend, Chain: "INPUT", Spec: "-i lo -j ACCEPT"}, {Kind: parse.IptAppend, Chain: "mine", Spec: "-s 10.0.0.0/8 -j DROP"},
+		}}}},
+		{Family: familyIPv6, Read: true, Listed: []string{"nat"}, Tables: []parse.IptTable{{Name: "nat", Entries: []parse.IptEntry{
+			{Kind: parse.IptPolicy, Chain: "POSTROUTING", Spec: "ACCEPT"}, {Kind: parse.IptAppend, Chain: "POSTROUTING", Spec: "-j MASQUERADE"},
+		}}}},
+	}}
+	legacyAccept = LegacyResult{Families: []LegacyFamily{
+		{Family: familyIPv4, Read: true, Listed: []string{"filter"}, Tables: []parse.IptTable{{Name: "filter", Entries: []parse.IptEntry{
+			{Kind: parse.IptPolicy, Chain: "INPUT", Spec: "ACCEPT"}}}}},
+		{Family: familyIPv6, Read: true},
+	}}
+	// The IPv4 tables exist but no tool could read them; IPv6 has none.
+	legacyUnread = LegacyResult{Diag: []row.Row{legacyDiagRow(familyIPv4, reasonNoTool)}, Families: []LegacyFamily{
+		{Family: familyIPv4, Listed: []string{"filter"}}, {Family: familyIPv6, Read: true}}}
+	// The kernel's list itself was refused (not root): nothing is known.
+	legacyRefused = LegacyResult{
+		Diag:     []row.Row{legacyDiagRow(familyIPv4, parse.ReasonEPERM), legacyDiagRow(familyIPv6, parse.ReasonEPERM)},
+		Families: []LegacyFamily{{Family: familyIPv4}, {Family: familyIPv6}}}
+	// IPv4 read whole with rules, IPv6 listed and not read.
+	legacyHalf = LegacyResult{Diag: []row.Row{legacyDiagRow(familyIPv6, parse.ReasonTimeout)}, Families: []LegacyFamily{
+		legacyRules.Families[0], {Family: familyIPv6, Listed: []string{"filter"}}}}
 )
+
+// The rows legacyRules lists, in order.
+var legacyRulesRows = []string{
+	"rule|iptables|ip|filter|INPUT|policy|DROP",
+	"rule|iptables|ip|filter|mine|new_chain|",
+	"rule|iptables|ip|filter|INPUT|append|-i lo -j ACCEPT",
+	"rule|iptables|ip|filter|mine|append|-s 10.0.0.0/8 -j DROP",
+	"rule|iptables|ip6|nat|POSTROUTING|policy|ACCEPT",
+	"rule|iptables|ip6|nat|POSTROUTING|append|-j MASQUERADE",
+}
+
+func cat(parts ...[]string) []string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
 
 func TestLadderFirewalld(t *testing.T) {
 	fw := FirewalldResult{Reachable: true, Complete: true, Zones: []Zone{
-		{Name: "public", Services: []string{"ssh", "dhcpv6-client"}},
-		{Name: "od|d\nzone", Services: []string{"we|ird"}},
-		{Name: "trusted"},
+		{Name: "public", Target: "default", Services: []string{"ssh", "dhcpv6-client"}},
+		{Name: "trusted", Target: "ACCEPT"},
 	}}
-	l, fr := ladderWith(fw, NftResult{Answered: true}, nil)
+	l, fr, legacyReads := ladderWith(fw, nftOne, legacyRules, map[string]tool{ufwPath: ufwActive})
 	rowsEqual(t, "state", l.State(context.Background()),
-		"backend|firewalld", "state|running", "ruleset|3")
+		"backend|firewalld", "state|running", "ruleset|2")
 	rowsEqual(t, "rules", l.Rules(context.Background()),
 		"backend|firewalld",
+		"rule|firewalld|public|target|default",
 		"rule|firewalld|public|service|ssh",
 		"rule|firewalld|public|service|dhcpv6-client",
-		"rule|firewalld|od_d_zone|service|we|ird", // service names are not sanitized
-		"ruleset|3")
-	if len(fr.calls) != 0 {
-		t.Errorf("tools were run after firewalld answered: %q", fr.calls)
-	}
-
-	incomplete := FirewalldResult{Reachable: true, Zones: []Zone{{Name: "public", Services: []string{"ssh"}}}}
-	l, _ = ladderWith(incomplete, NftResult{Answered: true}, nil)
-	rowsEqual(t, "incomplete state", l.State(context.Background()),
-		"backend|firewalld", "state|running", "ruleset|unknown")
-	rowsEqual(t, "incomplete rules", l.Rules(context.Background()),
-		"backend|firewalld", "rules|unknown", "ruleset|unknown")
-
-	empty := FirewalldResult{Reachable: true, Complete: true}
-	l, _ = ladderWith(empty, NftResult{}, nil)
-	rowsEqual(t, "no active zones", l.State(context.Background()),
-		"backend|firewalld", "state|running", "ruleset|0")
-}
-
-func TestLadderNftables(t *testing.T) {
-	nft := NftResult{Answered: true, Tables: 2,
-		Chains: []NftChain{
-			{Family: 1, Table: "filter", Name: "INPUT", Base: true, Hook: 1, HasPolicy: true, Policy: 0},
-			{Family: 1, Table: "filter", Name: "custom-jump"},
-			{Family: 2, Table: "fil|ter", Name: "IN\nPUT\r", Base: true, Hook: 0, HasPolicy: true, Policy: 1},
-		},
-		Rules: []NftRule{
-			{Family: 1, Table: "filter", Chain: "INPUT", Handle: 42, HasHandle: true},
-			{Family: 10, Table: "filter", Chain: "FORWARD"},
-		},
-	}
-	l, fr := ladderWith(FirewalldResult{}, nft, map[string]tool{ufwPath: ufwActive, iptPath: iptRules})
-	rowsEqual(t, "state", l.State(context.Background()), "backend|nftables", "state|active", "ruleset|2")
-	rowsEqual(t, "rules", l.Rules(context.Background()),
-		"backend|nftables",
-		"rule|nftables|inet|filter|INPUT|input|drop",
-		"rule|nftables|ip|fil_ter|IN_PUT_|prerouting|accept",
-		"rule|nftables|inet|filter|INPUT|handle|42",
-		"rule|nftables|ip6|filter|FORWARD|handle|unknown",
+		"rule|firewalld|trusted|target|ACCEPT",
 		"ruleset|2")
-	if len(fr.calls) != 0 {
-		t.Errorf("tools were run after nftables answered: %q", fr.calls)
+	if len(fr.calls) != 0 || *legacyReads != 0 {
+		t.Errorf("other sources were read after firewalld answered: %q, %d legacy reads", fr.calls, *legacyReads)
 	}
-
-	// An empty kernel ruleset does not settle it: iptables-legacy rules are invisible
-	// to nftables, so ufw and iptables are asked first...
-	l, fr = ladderWith(FirewalldResult{}, NftResult{Answered: true}, map[string]tool{iptPath: iptRules})
-	rowsEqual(t, "empty, legacy rules", l.State(context.Background()), "backend|iptables", "state|active", "ruleset|2")
-	if want := []string{ufwPath + " status numbered", iptPath + " -S"}; !slices.Equal(fr.calls, want) {
-		t.Errorf("calls %q, want %q", fr.calls, want)
-	}
-	l, _ = ladderWith(FirewalldResult{}, NftResult{Answered: true}, map[string]tool{ufwPath: ufwInactive, iptPath: iptRules})
-	rowsEqual(t, "empty, ufw", l.State(context.Background()), "backend|ufw", "state|inactive", "ruleset|0")
-	// ...and the empty ruleset answers only when neither does: inactive, zero rules,
-	// never a terminal unknown for a read that completed.
-	none := map[string]tool{ufwPath: {missing: true}, iptPath: {missing: true}}
-	l, _ = ladderWith(FirewalldResult{}, NftResult{Answered: true}, none)
-	rowsEqual(t, "empty", l.State(context.Background()), "backend|nftables", "state|inactive", "ruleset|0")
-	rowsEqual(t, "empty rules", l.Rules(context.Background()), "backend|nftables", "ruleset|0")
-	l, _ = ladderWith(FirewalldResult{}, NftResult{Answered: true}, map[string]tool{ufwPath: ufwNotRoot, iptPath: {missing: true}})
-	rowsEqual(t, "empty, ufw refused", l.State(context.Background()), "backend|nftables", "state|inactive", "ruleset|0")
-	// iptables ran and failed: whether legacy tables exist is not known.
-	l, _ = ladderWith(FirewalldResult{}, NftResult{Answered: true}, map[string]tool{ufwPath: {missing: true}, iptPath: iptNotRoot})
-	rowsEqual(t, "empty, iptables refused", l.State(context.Background()), "backend|iptables", "state|unknown", "ruleset|unknown")
-
-	// Accept-policy base chains alone are inactive; a drop policy alone is active.
-	accept := NftResult{Answered: true, Tables: 1, Chains: []NftChain{{Family: 2, Table: "t", Name: "c", Base: true, HasPolicy: true, Policy: 1}}}
-	l, _ = ladderWith(FirewalldResult{}, accept, nil)
-	rowsEqual(t, "accept only", l.State(context.Background()), "backend|nftables", "state|inactive", "ruleset|0")
-	drop := NftResult{Answered: true, Tables: 1, Chains: []NftChain{{Family: 2, Table: "t", Name: "c", Base: true, HasPolicy: true, Policy: 0}}}
-	l, _ = ladderWith(FirewalldResult{}, drop, nil)
-	rowsEqual(t, "drop policy", l.State(context.Background()), "backend|nftables", "state|active", "ruleset|0")
 }
 
-func TestLadderUfw(t *testing.T) {
-	tools := map[string]tool{ufwPath: ufwActive, iptPath: iptRules}
-	l, fr := ladderWith(FirewalldResult{}, NftResult{}, tools)
-	rowsEqual(t, "state", l.State(context.Background()), "backend|ufw", "state|active", "ruleset|2")
-	rowsEqual(t, "rules", l.Rules(context.Background()),
-		"backend|ufw", "rule|1|22/tcp|ALLOW IN|Anywhere", "rule|2|80_81/tcp|DENY IN|10.0.0.0/8", "ruleset|2")
-	if want := []string{ufwPath + " status numbered", ufwPath + " status numbered"}; !slices.Equal(fr.calls, want) {
-		t.Errorf("calls %q, want %q", fr.calls, want)
+// TestLadderKernelUnion covers a host where nftables holds tables: nftables and the
+// legacy tables are both read and the answer is their union; ufw is not asked.
+func TestLadderKernelUnion(t *testing.T) {
+	nftRows := []string{"rule|nftables|inet|t|in|input|drop", "rule|nftables|inet|t|in|handle|2"}
+	l, fr, _ := ladderWith(FirewalldResult{}, nftOne, legacyNone, map[string]tool{ufwPath: ufwInactive})
+	rowsEqual(t, "nftables only", l.State(context.Background()), "backend|nftables", "state|active", "ruleset|1")
+	rowsEqual(t, "nftables only rules", l.Rules(context.Background()), cat([]string{"backend|nftables"}, nftRows, []string{"ruleset|1"})...)
+	if len(fr.calls) != 0 {
+		t.Errorf("ufw was asked although nftables holds tables: %q", fr.calls)
 	}
 
-	l, _ = ladderWith(FirewalldResult{}, NftResult{}, map[string]tool{ufwPath: ufwInactive})
-	rowsEqual(t, "inactive", l.State(context.Background()), "backend|ufw", "state|inactive", "ruleset|0")
-	rowsEqual(t, "inactive rules", l.Rules(context.Background()), "backend|ufw", "ruleset|0")
+	l, _, _ = ladderWith(FirewalldResult{}, nftOne, legacyRules, nil)
+	rowsEqual(t, "both", l.State(context.Background()), "backend|nftables", "backend|iptables", "state|active", "ruleset|4")
+	rowsEqual(t, "both rules", l.Rules(context.Background()),
+		cat([]string{"backend|nftables", "backend|iptables"}, nftRows, legacyRulesRows, []string{"ruleset|4"})...)
 
-	// nftables tables were seen: ufw's "inactive" cannot be true of this host.
-	seen := nftFailed(parse.DumpRule, parse.ReasonTimeout, true)
-	l, _ = ladderWith(FirewalldResult{}, seen, map[string]tool{ufwPath: ufwInactive})
-	rowsEqual(t, "clamped", l.State(context.Background()),
+	// Accept-only tables in both: read whole, nothing filters.
+	accept := NftResult{Answered: true, Tables: 1, Chains: []NftChain{{Family: 2, Table: "t", Name: "c", Base: true, HasPolicy: true, Policy: 1}}}
+	l, _, _ = ladderWith(FirewalldResult{}, accept, legacyAccept, nil)
+	rowsEqual(t, "accept only", l.State(context.Background()), "backend|nftables", "backend|iptables", "state|inactive", "ruleset|0")
+	drop := NftResult{Answered: true, Tables: 1, Chains: []NftChain{{Family: 2, Table: "t", Name: "c", Base: true, HasPolicy: true, Policy: 0}}}
+	l, _, _ = ladderWith(FirewalldResult{}, drop, legacyNone, nil)
+	rowsEqual(t, "drop policy", l.State(context.Background()), "backend|nftables", "state|active", "ruleset|0")
+
+	// Legacy tables that could not be read: what nftables holds is shown, the
+	// failure is named, the total is unknown and nothing reads as off.
+	l, _, _ = ladderWith(FirewalldResult{}, nftOne, legacyUnread, nil)
+	rowsEqual(t, "legacy unread", l.State(context.Background()),
+		"error|iptables:ip:no_tool", "backend|nftables", "backend|iptables", "state|active", "ruleset|unknown")
+	rowsEqual(t, "legacy unread rules", l.Rules(context.Background()),
+		cat([]string{"error|iptables:ip:no_tool", "backend|nftables", "backend|iptables", "rules|unknown"}, nftRows,
+			[]string{"ruleset|unknown"})...)
+	l, _, _ = ladderWith(FirewalldResult{}, accept, legacyUnread, nil)
+	rowsEqual(t, "legacy unread beside accept", l.State(context.Background()),
+		"error|iptables:ip:no_tool", "backend|nftables", "backend|iptables", "state|unknown", "ruleset|unknown")
+	l, _, _ = ladderWith(FirewalldResult{}, nftOne, legacyHalf, nil)
+	rowsEqual(t, "ip6 unread rules", l.Rules(context.Background()),
+		cat([]string{"error|iptables:ip6:timeout", "backend|nftables", "backend|iptables", "rules|unknown"}, nftRows,
+			legacyRulesRows[:4], []string{"ruleset|unknown"})...)
+}
+
+// TestLadderNoNftTables covers hosts where nftables holds no table: ufw is asked, and
+// the legacy tables decide whether its answer stands.
+func TestLadderNoNftTables(t *testing.T) {
+	// ufw on: it answers with its own list.
+	l, fr, legacyReads := ladderWith(FirewalldResult{}, nftEmpty, legacyRules, map[string]tool{ufwPath: ufwActive})
+	rowsEqual(t, "ufw active", l.State(context.Background()), "backend|ufw", "state|active", "ruleset|2")
+	rowsEqual(t, "ufw active rules", l.Rules(context.Background()),
+		"backend|ufw", "rule|1|22/tcp|ALLOW IN|Anywhere", "rule|2|80_81/tcp|DENY IN|10.0.0.0/8", "ruleset|2")
+	if want := []string{ufwPath + " status numbered", ufwPath + " status numbered"}; !slices.Equal(fr.calls, want) || *legacyReads != 0 {
+		t.Errorf("calls %q (want %q), %d legacy reads", fr.calls, want, *legacyReads)
+	}
+
+	// ufw off while the legacy tables filter: a false "off" is never the answer.
+	l, _, _ = ladderWith(FirewalldResult{}, nftEmpty, legacyRules, map[string]tool{ufwPath: ufwInactive})
+	rowsEqual(t, "ufw inactive, legacy rules", l.State(context.Background()),
+		"fallthrough|ufw:inactive", "backend|iptables", "state|active", "ruleset|3")
+	rowsEqual(t, "ufw inactive, legacy rules: rules", l.Rules(context.Background()),
+		cat([]string{"fallthrough|ufw:inactive", "backend|iptables"}, legacyRulesRows, []string{"ruleset|3"})...)
+
+	// ufw off and the kernel holds nothing that filters: ufw's word stands.
+	for name, legacy := range map[string]LegacyResult{"no legacy tables": legacyNone, "accept-only legacy tables": legacyAccept} {
+		l, _, _ = ladderWith(FirewalldResult{}, nftEmpty, legacy, map[string]tool{ufwPath: ufwInactive})
+		rowsEqual(t, name, l.State(context.Background()), "backend|ufw", "state|inactive", "ruleset|0")
+		rowsEqual(t, name+" rules", l.Rules(context.Background()), "backend|ufw", "ruleset|0")
+	}
+	// ...but not when the kernel could not be read whole.
+	l, _, _ = ladderWith(FirewalldResult{}, nftEmpty, legacyUnread, map[string]tool{ufwPath: ufwInactive})
+	rowsEqual(t, "ufw inactive, legacy unread", l.State(context.Background()),
+		"error|iptables:ip:no_tool", "backend|ufw", "state|unknown", "ruleset|0")
+	l, _, _ = ladderWith(FirewalldResult{}, nftFailed(parse.DumpRule, parse.ReasonTimeout, true), legacyNone, map[string]tool{ufwPath: ufwInactive})
+	rowsEqual(t, "ufw inactive, nftables unread", l.State(context.Background()),
 		"fallthrough|nftables:rule:timeout", "backend|ufw", "state|unknown", "ruleset|0")
-	// The clamp is for the verdict only; the rules path lists what ufw read.
-	rowsEqual(t, "clamped rules", l.Rules(context.Background()),
-		"fallthrough|nftables:rule:timeout", "backend|ufw", "ruleset|0")
-	l, _ = ladderWith(FirewalldResult{}, seen, map[string]tool{ufwPath: ufwActive})
-	rowsEqual(t, "active not clamped", l.State(context.Background()),
+	l, _, _ = ladderWith(FirewalldResult{}, nftFailed(parse.DumpRule, parse.ReasonTimeout, true), legacyNone, map[string]tool{ufwPath: ufwActive})
+	rowsEqual(t, "ufw active, nftables unread", l.State(context.Background()),
 		"fallthrough|nftables:rule:timeout", "backend|ufw", "state|active", "ruleset|2")
 
-	// Exit 0 but output cut at the cap: ufw answers, but nothing it said is trusted.
+	// ufw's output not trusted (cut at the cap, or not ufw's): unknown, unless the
+	// kernel filters.
 	trunc := ufwActive
 	trunc.truncated = true
-	l, _ = ladderWith(FirewalldResult{}, NftResult{}, map[string]tool{ufwPath: trunc, iptPath: iptRules})
-	rowsEqual(t, "truncated", l.State(context.Background()), "backend|ufw", "state|unknown", "ruleset|unknown")
-	rowsEqual(t, "truncated rules", l.Rules(context.Background()), "backend|ufw", "rules|unknown", "ruleset|unknown")
-
-	// Exit 0 with output that is not ufw's: unknown, never a guessed verdict.
-	for name, out := range map[string]string{"empty": "", "garbage": "\x00\xff[ 1] x  y  z\n", "error text": "ERROR: problem\n"} {
-		l, _ = ladderWith(FirewalldResult{}, NftResult{}, map[string]tool{ufwPath: {out: out}})
+	for name, u := range map[string]tool{"truncated": trunc, "empty": {out: ""}, "garbage": {out: "\x00\xff[ 1] x  y  z\n"},
+		"error text": {out: "ERROR: problem\n"}} {
+		l, _, _ = ladderWith(FirewalldResult{}, nftEmpty, legacyNone, map[string]tool{ufwPath: u})
 		rowsEqual(t, name, l.State(context.Background()), "backend|ufw", "state|unknown", "ruleset|unknown")
 		rowsEqual(t, name+" rules", l.Rules(context.Background()), "backend|ufw", "rules|unknown", "ruleset|unknown")
+		l, _, _ = ladderWith(FirewalldResult{}, nftEmpty, legacyRules, map[string]tool{ufwPath: u})
+		rowsEqual(t, name+", legacy rules", l.State(context.Background()),
+			"fallthrough|ufw:unknown", "backend|iptables", "state|active", "ruleset|3")
 	}
-}
 
-func TestLadderIptables(t *testing.T) {
-	for name, ufw := range map[string]tool{"ufw missing": {missing: true}, "ufw not root": ufwNotRoot,
+	// No ufw (missing, not root, timed out): the kernel answers.
+	for name, u := range map[string]tool{"ufw missing": {missing: true}, "ufw not root": ufwNotRoot,
 		"ufw timed out": {timedOut: true, out: "Status: active\n"}} {
-		l, fr := ladderWith(FirewalldResult{}, NftResult{}, map[string]tool{ufwPath: ufw, iptPath: iptRules})
-		rowsEqual(t, name, l.State(context.Background()), "backend|iptables", "state|active", "ruleset|2")
-		if want := []string{ufwPath + " status numbered", iptPath + " -S"}; !slices.Equal(fr.calls, want) {
-			t.Errorf("%s: calls %q, want %q", name, fr.calls, want)
-		}
+		l, _, _ = ladderWith(FirewalldResult{}, nftEmpty, legacyRules, map[string]tool{ufwPath: u})
+		rowsEqual(t, name, l.State(context.Background()), "backend|iptables", "state|active", "ruleset|3")
+		l, _, _ = ladderWith(FirewalldResult{}, nftEmpty, legacyAccept, map[string]tool{ufwPath: u})
+		rowsEqual(t, name+", accept only", l.State(context.Background()), "backend|iptables", "state|inactive", "ruleset|0")
+		l, _, _ = ladderWith(FirewalldResult{}, nftEmpty, legacyNone, map[string]tool{ufwPath: u})
+		rowsEqual(t, name+", nothing", l.State(context.Background()), "backend|nftables", "state|inactive", "ruleset|0")
+		rowsEqual(t, name+", nothing: rules", l.Rules(context.Background()), "backend|nftables", "ruleset|0")
 	}
-	l, _ := ladderWith(FirewalldResult{}, NftResult{}, map[string]tool{iptPath: iptRules})
-	rowsEqual(t, "rules", l.Rules(context.Background()),
-		"backend|iptables",
-		"rule|policy|INPUT|DROP", "rule|policy|FORWARD|ACCEPT", "rule|policy|OUTPUT|ACCEPT",
-		"rule|new_chain|mine|", "rule|append|INPUT|-i lo -j ACCEPT", "rule|append|mine|-s 10.0.0.0/8 -j DROP",
-		"ruleset|2")
-
-	l, _ = ladderWith(FirewalldResult{}, NftResult{}, map[string]tool{iptPath: iptFresh})
-	rowsEqual(t, "fresh", l.State(context.Background()), "backend|iptables", "state|inactive", "ruleset|0")
-
-	// Failed iptables is final: unknown, and no fall through to none.
-	for name, ipt := range map[string]tool{
-		"not root":  iptNotRoot,
-		"timed out": {timedOut: true, out: "-P INPUT ACCEPT\n"},
-		"truncated": {truncated: true, out: "-P INPUT ACCEPT\n"},
-		"empty":     {},
-		"garbage":   {out: "\x7fELF\x02\x01\x01"},
-	} {
-		l, _ = ladderWith(FirewalldResult{}, NftResult{}, map[string]tool{iptPath: ipt})
-		rowsEqual(t, name, l.State(context.Background()), "backend|iptables", "state|unknown", "ruleset|unknown")
-		rowsEqual(t, name+" rules", l.Rules(context.Background()), "backend|iptables", "rules|unknown", "ruleset|unknown")
-	}
-
-	// Clamp: tables seen, iptables says inactive.
-	seen := nftFailed(parse.DumpChain, "errno:22", true)
-	l, _ = ladderWith(FirewalldResult{}, seen, map[string]tool{ufwPath: ufwNotRoot, iptPath: iptFresh})
-	rowsEqual(t, "clamped", l.State(context.Background()),
-		"fallthrough|nftables:chain:errno:22", "backend|iptables", "state|unknown", "ruleset|0")
 }
 
 func TestLadderTerminal(t *testing.T) {
-	none := map[string]tool{ufwPath: {missing: true}, iptPath: {missing: true}}
+	none := map[string]tool{ufwPath: {missing: true}}
 
-	l, _ := ladderWith(FirewalldResult{}, NftResult{}, none)
-	rowsEqual(t, "none state", l.State(context.Background()), "backend|none", "state|unknown", "ruleset|unknown")
-	rowsEqual(t, "none rules", l.Rules(context.Background()), "backend|none", "rules|unknown", "ruleset|unknown")
+	// Nothing could be read at all.
+	l, _, _ := ladderWith(FirewalldResult{}, nftTableError(parse.ReasonEPERM), legacyRefused, none)
+	rowsEqual(t, "refused state", l.State(context.Background()),
+		"error|nftables:table:eperm", "error|iptables:ip:eperm", "error|iptables:ip6:eperm",
+		"backend|none", "state|unknown", "ruleset|unknown")
+	rowsEqual(t, "refused rules", l.Rules(context.Background()),
+		"error|nftables:table:eperm", "error|iptables:ip:eperm", "error|iptables:ip6:eperm",
+		"backend|none", "rules|unknown", "ruleset|unknown")
 
-	// A refused table dump: the error row stays, and no tables were seen.
-	l, _ = ladderWith(FirewalldResult{}, nftTableError(parse.ReasonEPERM), none)
-	rowsEqual(t, "table eperm", l.State(context.Background()),
-		"error|nftables:table:eperm", "backend|none", "state|unknown", "ruleset|unknown")
-
-	// The error row of a failed table dump stays beside a later backend's answer.
-	l, _ = ladderWith(FirewalldResult{}, nftTableError(parse.ReasonEPERM), map[string]tool{ufwPath: ufwNotRoot, iptPath: iptNotRoot})
-	rowsEqual(t, "table eperm then iptables", l.State(context.Background()),
+	// nftables refused, legacy read whole: the legacy tables answer, but the
+	// kernel's nftables side is unknown, so nothing reads as off.
+	l, _, _ = ladderWith(FirewalldResult{}, nftTableError(parse.ReasonEPERM), legacyNone, none)
+	rowsEqual(t, "nft refused, no legacy", l.State(context.Background()),
 		"error|nftables:table:eperm", "backend|iptables", "state|unknown", "ruleset|unknown")
+	l, _, _ = ladderWith(FirewalldResult{}, nftTableError(parse.ReasonEPERM), legacyRules, none)
+	rowsEqual(t, "nft refused, legacy rules", l.State(context.Background()),
+		"error|nftables:table:eperm", "backend|iptables", "state|active", "ruleset|unknown")
+	rowsEqual(t, "nft refused, legacy rules: rules", l.Rules(context.Background()),
+		cat([]string{"error|nftables:table:eperm", "backend|iptables", "rules|unknown"}, legacyRulesRows, []string{"ruleset|unknown"})...)
+
+	// A kernel without nftables at all: the legacy tables are the whole answer.
+	l, _, _ = ladderWith(FirewalldResult{}, NftResult{Absent: true}, legacyAccept, none)
+	rowsEqual(t, "no nftables", l.State(context.Background()), "backend|iptables", "state|inactive", "ruleset|0")
+	l, _, _ = ladderWith(FirewalldResult{}, NftResult{Absent: true}, legacyNone, none)
+	rowsEqual(t, "no nftables, no tables", l.State(context.Background()), "backend|iptables", "state|inactive", "ruleset|0")
 
 	// Tables seen, chain or rule dump failed, nothing else answered.
 	for _, dump := range []string{parse.DumpChain, parse.DumpRule} {
-		l, _ = ladderWith(FirewalldResult{}, nftFailed(dump, parse.ReasonTimeout, true), none)
+		l, _, _ = ladderWith(FirewalldResult{}, nftFailed(dump, parse.ReasonTimeout, true), legacyNone, none)
 		rowsEqual(t, dump+" state", l.State(context.Background()),
 			"fallthrough|nftables:"+dump+":timeout", "backend|nftables", "state|unknown",
 			"error|nftables:"+dump+":timeout", "ruleset|unknown")
 		rowsEqual(t, dump+" rules", l.Rules(context.Background()),
 			"fallthrough|nftables:"+dump+":timeout", "backend|nftables", "rules|unknown",
 			"error|nftables:"+dump+":timeout", "ruleset|unknown")
+		// With legacy rules beside them: active, both named, the failure spelled out.
+		l, _, _ = ladderWith(FirewalldResult{}, nftFailed(dump, parse.ReasonTimeout, true), legacyRules, none)
+		rowsEqual(t, dump+" state, legacy rules", l.State(context.Background()),
+			"fallthrough|nftables:"+dump+":timeout", "backend|nftables", "backend|iptables", "state|active",
+			"error|nftables:"+dump+":timeout", "ruleset|unknown")
 	}
 
-	// A failed chain dump with zero tables seen ends at none.
-	l, _ = ladderWith(FirewalldResult{}, nftFailed(parse.DumpChain, parse.ReasonIOError, false), none)
+	// A failed chain dump with zero tables seen, legacy refused: none.
+	l, _, _ = ladderWith(FirewalldResult{}, nftFailed(parse.DumpChain, parse.ReasonIOError, false), legacyRefused, none)
 	rowsEqual(t, "no tables", l.State(context.Background()),
-		"fallthrough|nftables:chain:io_error", "backend|none", "state|unknown", "ruleset|unknown")
+		"fallthrough|nftables:chain:io_error", "error|iptables:ip:eperm", "error|iptables:ip6:eperm",
+		"backend|none", "state|unknown", "ruleset|unknown")
 
 	// Socket-level rows come first and stay.
 	fd := NftResult{Diag: []row.Row{row.New("error", "fd_exhausted")}}
-	l, _ = ladderWith(FirewalldResult{}, fd, none)
+	l, _, _ = ladderWith(FirewalldResult{}, fd, legacyRefused, none)
 	rowsEqual(t, "fd exhausted", l.State(context.Background()),
-		"error|fd_exhausted", "backend|none", "state|unknown", "ruleset|unknown")
+		"error|fd_exhausted", "error|iptables:ip:eperm", "error|iptables:ip6:eperm", "backend|none", "state|unknown", "ruleset|unknown")
 
-	// Only ufw installed and it fails (not root): none, as upstream.
-	l, _ = ladderWith(FirewalldResult{}, NftResult{}, map[string]tool{ufwPath: ufwNotRoot, iptPath: {missing: true}})
-	rowsEqual(t, "ufw only, not root", l.State(context.Background()), "backend|none", "state|unknown", "ruleset|unknown")
+	// Only ufw installed and it fails (not root), the kernel refused: none.
+	l, _, _ = ladderWith(FirewalldResult{}, nftTableError(parse.ReasonEPERM), legacyRefused, map[string]tool{ufwPath: ufwNotRoot})
+	rowsEqual(t, "ufw only, not root", l.State(context.Background()),
+		"error|nftables:table:eperm", "error|iptables:ip:eperm", "error|iptables:ip6:eperm",
+		"backend|none", "state|unknown", "ruleset|unknown")
 }
 
 func TestLadderHangingTools(t *testing.T) {
-	hang := map[string]tool{ufwPath: {hang: true}, iptPath: {hang: true}}
-	l, _ := ladderWith(FirewalldResult{}, NftResult{}, hang)
+	hang := map[string]tool{ufwPath: {hang: true}}
+	l, _, _ := ladderWith(FirewalldResult{}, nftEmpty, legacyNone, hang)
 	l.ToolTimeout = 20 * time.Millisecond
 	start := time.Now()
-	rowsEqual(t, "hang", l.State(context.Background()), "backend|iptables", "state|unknown", "ruleset|unknown")
+	rowsEqual(t, "hang", l.State(context.Background()), "backend|nftables", "state|inactive", "ruleset|0")
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("took %v with a 20ms tool timeout", d)
 	}
 
-	// The walk as a whole is bounded too: a total shorter than the tool timeouts
-	// cuts the walk short instead of adding them up.
-	l, _ = ladderWith(FirewalldResult{}, NftResult{}, hang)
+	// The walk as a whole is bounded too: a total shorter than the tool timeout
+	// cuts ufw short instead of waiting for it.
+	l, _, _ = ladderWith(FirewalldResult{}, nftEmpty, legacyNone, hang)
 	l.ToolTimeout = time.Hour
 	l.Total = 50 * time.Millisecond
 	start = time.Now()
-	rowsEqual(t, "total", l.Rules(context.Background()), "backend|iptables", "rules|unknown", "ruleset|unknown")
+	rowsEqual(t, "total", l.Rules(context.Background()), "backend|nftables", "ruleset|0")
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("took %v with a 50ms total", d)
 	}
 }
 
 func TestLadderPassesDeadlineToRungs(t *testing.T) {
-	var fwDeadline, nftDeadline time.Time
+	var fwDeadline, nftDeadline, legacyDeadline time.Time
 	l := &Ladder{
 		Firewalld: func(ctx context.Context) FirewalldResult {
 			fwDeadline, _ = ctx.Deadline()
@@ -349,6 +377,10 @@ func TestLadderPassesDeadlineToRungs(t *testing.T) {
 			nftDeadline, _ = ctx.Deadline()
 			return NftResult{Answered: true}
 		},
+		Legacy: func(ctx context.Context) LegacyResult {
+			legacyDeadline, _ = ctx.Deadline()
+			return legacyNone
+		},
 		Run: func(context.Context, subprocess.Spec) (subprocess.Result, error) {
 			return subprocess.Result{}, errors.New("unused")
 		},
@@ -356,7 +388,7 @@ func TestLadderPassesDeadlineToRungs(t *testing.T) {
 	}
 	start := time.Now()
 	l.State(context.Background())
-	for name, d := range map[string]time.Time{"firewalld": fwDeadline, "nftables": nftDeadline} {
+	for name, d := range map[string]time.Time{"firewalld": fwDeadline, "nftables": nftDeadline, "legacy": legacyDeadline} {
 		if d.IsZero() || d.Sub(start) > time.Minute+time.Second {
 			t.Errorf("%s got deadline %v, want about a minute from %v", name, d, start)
 		}

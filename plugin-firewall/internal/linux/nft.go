@@ -10,10 +10,11 @@ type NftResult struct {
 	// Diag holds the error and fallthrough rows of a failed read, in the order the
 	// failures happened. They are written whatever backend answers later.
 	Diag []row.Row
-	// Answered is true when the table, chain and rule dumps all completed. With at
-	// least one table nftables then owns the answer; with none the ladder asks ufw
-	// and iptables first (see Ladder.State).
+	// Answered is true when the table, chain and rule dumps all completed.
 	Answered bool
+	// Absent is true when the kernel has no nftables at all (the netlink protocol
+	// is not supported), so there is nothing to read: not a failure.
+	Absent bool
 	// Tables is the number of named tables a completed read found.
 	Tables int
 	// TablesSeen is true when the table dump completed and named at least one table
@@ -65,21 +66,18 @@ func nftHasContent(chains []NftChain, rules []NftRule) bool {
 	return false
 }
 
-// nftRows renders an nftables read that answered.
-func nftRows(nft NftResult, rules bool) []row.Row {
-	out := []row.Row{row.New("backend", "nftables")}
-	if !rules {
-		state := parse.NftState(nftHasContent(nft.Chains, nft.Rules))
-		return append(out, row.New("state", state.Activity()), rulesetCount(len(nft.Rules)))
-	}
+// nftRuleRows lists an nftables read that answered: a row per base chain (its hook and
+// policy), then a row per rule.
+func nftRuleRows(nft NftResult) []row.Row {
+	var out []row.Row
 	for _, c := range nft.Chains {
 		if c.Base {
 			out = append(out, parse.NftChainRow(c.Family, c.Table, c.Name,
-				parse.HookName(c.Hook, true), parse.PolicyName(c.Policy, c.HasPolicy)))
+				parse.HookName(c.Family, c.Hook, true), parse.PolicyName(c.Policy, c.HasPolicy)))
 		}
 	}
 	for _, r := range nft.Rules {
 		out = append(out, parse.NftRuleRow(r.Family, r.Table, r.Chain, r.Handle, r.HasHandle))
 	}
-	return append(out, rulesetCount(len(nft.Rules)))
+	return out
 }

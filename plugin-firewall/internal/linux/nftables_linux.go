@@ -82,10 +82,15 @@ func (r *nftReader) Read(ctx context.Context) NftResult {
 		return err
 	})
 	if !out.opened {
-		// No socket at all: nftables is unreachable. Only the two causes an operator
-		// can act on get a row; a kernel without nf_tables is simply not this rung.
-		if rw, ok := socketRow(out.err); ok {
+		// No socket at all. A kernel without nftables has nothing to read; any other
+		// cause leaves the kernel's rules unknown, and says why.
+		switch rw, ok := socketRow(out.err); {
+		case ok:
 			res.Diag = append(res.Diag, rw)
+		case noNftables(out.err):
+			res.Absent = true
+		default:
+			res.Diag = append(res.Diag, parse.NftDiagRow(parse.DumpSocket, parse.ReasonIOError))
 		}
 		return res
 	}
@@ -257,6 +262,12 @@ func socketRow(err error) (row.Row, bool) {
 	default:
 		return row.Row{}, false
 	}
+}
+
+// noNftables reports whether a socket failure means the kernel has no nftables
+// netlink protocol at all: not a failure to read, but nothing to read.
+func noNftables(err error) bool {
+	return errors.Is(err, unix.EPROTONOSUPPORT) || errors.Is(err, unix.EAFNOSUPPORT)
 }
 
 // Text of the errors the library only hands back as strings. GetRules formats its

@@ -231,7 +231,7 @@ func TestNftReaderAnswers(t *testing.T) {
 	if k.ruleRequests != 3 {
 		t.Errorf("%d rule requests, want one per chain (3)", k.ruleRequests)
 	}
-	rowsEqual(t, "rules rows", nftRows(res, true),
+	rowsEqual(t, "rules rows", nftOnlyRows(res, true),
 		"backend|nftables",
 		"rule|nftables|inet|filter|INPUT|input|drop",
 		"rule|nftables|ip|nat|POSTROUTING|postrouting|accept",
@@ -239,7 +239,7 @@ func TestNftReaderAnswers(t *testing.T) {
 		"rule|nftables|inet|filter|INPUT|handle|43",
 		"rule|nftables|inet|filter|custom-jump|handle|7",
 		"ruleset|3")
-	rowsEqual(t, "state rows", nftRows(res, false), "backend|nftables", "state|active", "ruleset|3")
+	rowsEqual(t, "state rows", nftOnlyRows(res, false), "backend|nftables", "state|active", "ruleset|3")
 }
 
 func TestNftReaderEmptyAndNameless(t *testing.T) {
@@ -248,7 +248,7 @@ func TestNftReaderEmptyAndNameless(t *testing.T) {
 	if !res.Answered || res.Tables != 0 || len(res.Chains) != 0 || len(res.Rules) != 0 || len(res.Diag) != 0 {
 		t.Fatalf("empty ruleset: %+v", res)
 	}
-	rowsEqual(t, "empty", nftRows(res, false), "backend|nftables", "state|inactive", "ruleset|0")
+	rowsEqual(t, "empty", nftOnlyRows(res, false), "backend|nftables", "state|inactive", "ruleset|0")
 
 	// Tables and chains without a name are dropped; a rule without table or chain
 	// names is still counted.
@@ -266,7 +266,7 @@ func TestNftReaderEmptyAndNameless(t *testing.T) {
 	if !res.Answered || res.Tables != 0 || len(res.Chains) != 1 || res.Chains[0].Name != "c" {
 		t.Fatalf("nameless: %+v", res)
 	}
-	rowsEqual(t, "nameless rule", nftRows(res, true),
+	rowsEqual(t, "nameless rule", nftOnlyRows(res, true),
 		"backend|nftables", "rule|nftables|ip|||handle|unknown", "ruleset|1")
 }
 
@@ -407,7 +407,7 @@ func TestNftReaderRuleDumpFailsPartWay(t *testing.T) {
 	if k.ruleRequests != 2 {
 		t.Errorf("%d rule requests, want to stop at the failing second one", k.ruleRequests)
 	}
-	rowsEqual(t, "terminal", terminalRows(res, false),
+	rowsEqual(t, "terminal", nftOnlyRows(res, false),
 		"backend|nftables", "state|unknown", "error|nftables:rule:errno:16", "ruleset|unknown")
 }
 
@@ -541,6 +541,38 @@ func TestNftReaderRuleLoopStops(t *testing.T) {
 	rowsEqual(t, "cut-off between chains", res.Diag, "fallthrough|nftables:rule:timeout")
 	if k.ruleRequests != 1 || res.Answered || !res.TablesSeen || len(res.Rules) != 0 {
 		t.Errorf("cut-off between chains: %d rule requests, %+v", k.ruleRequests, res)
+	}
+}
+
+// nftOnlyRows renders an nftables read as the kernel's answer on a host without
+// legacy tables.
+func nftOnlyRows(res NftResult, rules bool) []row.Row {
+	return kernel{nft: res, legacy: legacyNone}.rows(rules)
+}
+
+// TestNftReaderTableSocket covers a table socket that cannot be opened: a kernel
+// without the nftables protocol has nothing to read (no row, and not a failure),
+// while any other cause is a failure that says so.
+func TestNftReaderTableSocket(t *testing.T) {
+	for _, tt := range []struct {
+		err    error
+		absent bool
+		diag   []string
+	}{
+		{os.NewSyscallError("socket", unix.EPROTONOSUPPORT), true, nil},
+		{os.NewSyscallError("socket", unix.EAFNOSUPPORT), true, nil},
+		{os.NewSyscallError("socket", unix.EPERM), false, []string{"error|nftables:socket:eperm"}},
+		{os.NewSyscallError("socket", unix.ENOBUFS), false, []string{"error|nftables:socket:io_error"}},
+	} {
+		k := sampleKernel(t)
+		fail := nftables.WithSockOptions(func(*netlink.Conn) error { return tt.err })
+		r := newNftReader(nftables.WithTestDial(k.dial(t)), fail)
+		r.setDeadline = func(*netlink.Conn, time.Time) error { return nil }
+		res := r.Read(context.Background())
+		rowsEqual(t, tt.err.Error(), res.Diag, tt.diag...)
+		if res.Absent != tt.absent || res.Answered || res.TablesSeen {
+			t.Errorf("%v: %+v", tt.err, res)
+		}
 	}
 }
 

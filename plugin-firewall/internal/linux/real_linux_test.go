@@ -54,14 +54,13 @@ func inFreshNetns(t testing.TB, fn func()) {
 	}
 }
 
-// nftOnly is the real ladder with ufw and iptables absent, so an empty ruleset is the
-// answer. (These tests move only their network namespace; running the host's ufw
-// would touch the host's /run. The plugin's own tests run every tool in a namespace
-// of its own.)
+// nftOnly is the real ladder with ufw absent, so an empty ruleset is the answer. The
+// legacy tables are read for real: a fresh namespace has none, so no tool runs.
+// (These tests move only their network namespace; running the host's ufw would touch
+// the host's /run. The plugin's own tests run every tool in a namespace of its own.)
 func nftOnly(t *testing.T) *Ladder {
 	l := New()
 	l.UfwPath = filepath.Join(t.TempDir(), "no-ufw")
-	l.IptablesPath = filepath.Join(t.TempDir(), "no-iptables")
 	return l
 }
 
@@ -248,19 +247,26 @@ func childRows(t *testing.T, cmd *exec.Cmd) []string {
 }
 
 // TestRealNftablesUnprivileged measures the path a non-root agent takes: the kernel
-// refuses the table dump, ufw refuses to run for anyone but root and hands over, and
-// iptables, when installed, runs and fails, which is final: iptables with an unknown
-// verdict. Without iptables the ladder ends at none. It runs the test binary as nobody
-// in a fresh namespace. (The plugin's own tests run the same case with the binaries
-// present and hidden.)
+// refuses the table dump, ufw refuses to run for anyone but root, and the kernel's
+// lists of legacy tables are readable by root alone: nothing could be read, and the
+// answer says so. It runs the test binary as nobody in a fresh namespace. (The
+// plugin's own tests run the same case with the binaries present and hidden.)
 func TestRealNftablesUnprivileged(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skipf("switching to another user needs root; running as euid %d", os.Geteuid())
 	}
-	want := []string{"error|nftables:table:eperm", "backend|none", "state|unknown", "ruleset|unknown"}
-	if _, err := os.Stat(DefaultIptables); err == nil {
-		want[1] = "backend|iptables"
+	want := []string{"error|nftables:table:eperm"}
+	// A family whose table module is not loaded has no list to refuse.
+	for _, src := range DefaultLegacySources {
+		if _, err := os.Stat(filepath.Join("/proc/self/net", src.names)); err == nil {
+			want = append(want, legacyDiagRow(src.family, "eperm").Text())
+		}
 	}
+	backend := "backend|none"
+	if len(want) == 1 { // no legacy list at all: that side was read whole
+		backend = "backend|iptables"
+	}
+	want = append(want, backend, "state|unknown", "ruleset|unknown")
 	// A copy of the binary that nobody may execute.
 	dir, err := os.MkdirTemp("", "fwtest-")
 	if err != nil {

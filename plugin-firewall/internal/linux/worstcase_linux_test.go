@@ -68,38 +68,44 @@ func hangingNft(t testing.TB, tm Timeouts) *nftReader {
 }
 
 // worstCaseLadder is a ladder on which nothing answers in time: a bus that never
-// speaks, an nftables rule dump that never ends, and ufw and iptables binaries that
-// print the start of a harmless-looking answer and then hang. The tools are real
-// processes run through the real bounded runner.
+// speaks, an nftables rule dump that never ends, a ufw that prints the start of a
+// harmless-looking answer and then hangs, and legacy tables whose save tool does the
+// same. The tools are real processes run through the real bounded runner.
 func worstCaseLadder(t testing.TB, tm Timeouts) *Ladder {
 	muteBus(t)
 	dir := t.TempDir()
 	ufw := writeTool(t, dir, "ufw", "echo 'Status: inactive'\nexec sleep 120\n")
-	ipt := writeTool(t, dir, "iptables", "echo '-P INPUT ACCEPT'\nexec sleep 120\n")
+	save := writeTool(t, dir, "iptables-legacy-save", "echo '*filter'\nexec sleep 120\n")
+	if err := os.WriteFile(filepath.Join(dir, "ip_tables_names"), []byte("filter\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	legacy := newLegacyReader(subprocess.Run, tm.Tool)
+	legacy.netDir = func() (string, error) { return dir, nil }
+	legacy.sources = []legacySource{{familyIPv4, "ip_tables_names", []string{save}}}
 	nft := hangingNft(t, tm)
 	return &Ladder{
 		Firewalld: func(ctx context.Context) FirewalldResult {
 			return queryFirewalld(ctx, tm.Firewalld, connectSystemBus)
 		},
-		Nftables:     nft.Read,
-		Run:          subprocess.Run,
-		UfwPath:      ufw,
-		IptablesPath: ipt,
-		ToolTimeout:  tm.Tool,
-		Total:        tm.Total,
+		Nftables:    nft.Read,
+		Legacy:      legacy.Read,
+		Run:         subprocess.Run,
+		UfwPath:     ufw,
+		ToolTimeout: tm.Tool,
+		Total:       tm.Total,
 	}
 }
 
 // What a walk on which nothing answers reports. With every rung given its bound,
-// nftables saw tables it could not read whole, ufw never answered, and iptables ran
-// but did not finish. When the total ends the walk during ufw's turn, iptables never
-// runs and nftables is named with its failure. Either way nothing reads as off and no
-// rule is listed.
+// nftables saw tables it could not read whole, ufw never answered, and the legacy
+// tables' tool ran but did not finish. When the total ends the walk during ufw's
+// turn, the legacy tool cannot even start. Either way both stores are named, the
+// failures spelled out, nothing reads as off and no rule is listed.
 var (
-	worstCaseState = []string{"fallthrough|nftables:rule:timeout", "backend|iptables", "state|unknown", "ruleset|unknown"}
-	worstCaseRules = []string{"fallthrough|nftables:rule:timeout", "backend|iptables", "rules|unknown", "ruleset|unknown"}
-	cutShortState  = []string{"fallthrough|nftables:rule:timeout", "backend|nftables", "state|unknown",
-		"error|nftables:rule:timeout", "ruleset|unknown"}
+	worstCaseState = []string{"fallthrough|nftables:rule:timeout", "error|iptables:ip:timeout",
+		"backend|nftables", "backend|iptables", "state|unknown", "error|nftables:rule:timeout", "ruleset|unknown"}
+	worstCaseRules = []string{"fallthrough|nftables:rule:timeout", "error|iptables:ip:timeout",
+		"backend|nftables", "backend|iptables", "rules|unknown", "error|nftables:rule:timeout", "ruleset|unknown"}
 )
 
 // TestLadderWorstCaseInProportion runs the walk on which every rung hangs with the
@@ -122,7 +128,7 @@ func TestLadderWorstCaseInProportion(t *testing.T) {
 	}{
 		{"state, every rung to its bound", full, false, worstCaseState},
 		{"rules, every rung to its bound", full, true, worstCaseRules},
-		{"state, total shorter than the rungs", capped, false, cutShortState},
+		{"state, total shorter than the rungs", capped, false, worstCaseState},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,100 +6,170 @@ import (
 	"testing"
 )
 
-func TestParseIptablesCapture(t *testing.T) {
-	entries := ParseIptables(readTestdata(t, "iptables_quarantine.txt"))
-	if len(entries) != 9 {
-		t.Fatalf("%d entries, want 9: %+v", len(entries), entries)
+// The captures are iptables-legacy-save and ip6tables-legacy-save 1.8.9 of the legacy
+// ruleset the plugin's namespace tests load: four IPv4 tables, two IPv6 ones.
+func TestParseIptablesSaveCapture(t *testing.T) {
+	d, ok := ParseIptablesSave(readTestdata(t, "iptables_legacy_save.txt"))
+	if !ok || d.NftVariant {
+		t.Fatalf("ok %v, nft variant %v", ok, d.NftVariant)
 	}
-	checks := map[int]IptEntry{
-		0: {IptPolicy, "INPUT", "ACCEPT"},
-		2: {IptPolicy, "OUTPUT", "ACCEPT"},
-		3: {IptNewChain, "yuzu-quarantine", ""},
-		4: {IptAppend, "INPUT", "-j yuzu-quarantine"},
-		6: {IptAppend, "yuzu-quarantine", "-m state --state RELATED,ESTABLISHED -j ACCEPT"},
-		8: {IptAppend, "yuzu-quarantine", "-j DROP"},
-	}
-	for i, want := range checks {
-		if entries[i] != want {
-			t.Errorf("entry %d = %+v, want %+v", i, entries[i], want)
+	var names []string
+	count := 0
+	for _, tbl := range d.Tables {
+		names = append(names, tbl.Name)
+		count += IptablesRuleCount(tbl.Entries)
+		if !IptablesHasContent(tbl.Entries) {
+			t.Errorf("table %s has rules but no content", tbl.Name)
 		}
 	}
-	if s := IptablesState(entries); s != Enabled {
-		t.Errorf("state %v, want active", s.Activity())
+	if want := []string{"filter", "nat", "mangle", "raw"}; !slices.Equal(names, want) {
+		t.Errorf("tables %q, want %q", names, want)
 	}
-	if n := IptablesRuleCount(entries); n != 5 {
-		t.Errorf("rule count %d, want 5", n)
+	if count != 27 {
+		t.Errorf("%d rules, want 27", count)
+	}
+	filter := d.Tables[0].Entries
+	checks := map[int]IptEntry{
+		0:  {IptPolicy, "INPUT", "DROP"},
+		2:  {IptPolicy, "OUTPUT", "ACCEPT"},
+		3:  {IptNewChain, "DOCKER", ""},
+		7:  {IptAppend, "INPUT", "-i lo -j ACCEPT"},
+		12: {IptAppend, "INPUT", `-s 10.0.0.0/8 -p tcp -m multiport --dports 80,443 -m comment --comment "web | internal" -j ACCEPT`},
+		25: {IptAppend, "DOCKER-USER", "-j RETURN"},
+	}
+	for i, want := range checks {
+		if filter[i] != want {
+			t.Errorf("filter entry %d = %+v, want %+v", i, filter[i], want)
+		}
+	}
+	if len(filter) != 26 {
+		t.Errorf("%d filter entries, want 26", len(filter))
+	}
+
+	d, ok = ParseIptablesSave(readTestdata(t, "ip6tables_legacy_save.txt"))
+	if !ok || len(d.Tables) != 2 || d.Tables[0].Name != "raw" || d.Tables[1].Name != "filter" {
+		t.Fatalf("ip6tables dump: ok %v, %+v", ok, d)
+	}
+	if n := IptablesRuleCount(d.Tables[0].Entries) + IptablesRuleCount(d.Tables[1].Entries); n != 5 {
+		t.Errorf("%d IPv6 rules, want 5", n)
 	}
 }
 
-func TestParseIptables(t *testing.T) {
+func TestParseIptablesSave(t *testing.T) {
 	tests := []struct {
-		name  string
-		in    []byte
-		want  []IptEntry
-		state Status
-		count int
+		name    string
+		in      string
+		ok      bool
+		nft     bool
+		tables  []IptTable
+		content bool
 	}{
-		{"fresh netns", readTestdata(t, "iptables_fresh_netns.txt"), []IptEntry{
-			{IptPolicy, "INPUT", "ACCEPT"}, {IptPolicy, "FORWARD", "ACCEPT"}, {IptPolicy, "OUTPUT", "ACCEPT"},
-		}, Disabled, 0},
-		{"unknown line", []byte("-X some-chain\n"), []IptEntry{{IptUnknown, "", "-X some-chain"}}, Unknown, 0},
-		{"empty", nil, nil, Unknown, 0},
-		{"blank lines only", []byte("\n \r\n\t\n"), nil, Unknown, 0},
-		{"drop policy", []byte("-P INPUT DROP\n-P OUTPUT ACCEPT\n"), []IptEntry{
-			{IptPolicy, "INPUT", "DROP"}, {IptPolicy, "OUTPUT", "ACCEPT"},
-		}, Enabled, 0},
-		{"user chain only", []byte("-P INPUT ACCEPT\r\n-N mine\r\n"), []IptEntry{
-			{IptPolicy, "INPUT", "ACCEPT"}, {IptNewChain, "mine", ""},
-		}, Enabled, 0},
-		{"garbage beside policies counts as content", []byte("-P INPUT ACCEPT\n# Warning: something\n"),
-			[]IptEntry{{IptPolicy, "INPUT", "ACCEPT"}, {IptUnknown, "", "# Warning: something"}}, Enabled, 0},
-		{"policy without target", []byte("-P INPUT\n"), []IptEntry{{IptPolicy, "INPUT", ""}}, Enabled, 0},
-		{"tabs", []byte("-A\tINPUT\t-j DROP\n"), []IptEntry{{IptAppend, "INPUT", "-j DROP"}}, Unknown, 1},
+		{"empty output", "", true, false, nil, false},
+		{"accept policies only", "*filter\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [3:120]\nCOMMIT\n", true, false,
+			[]IptTable{{"filter", []IptEntry{{IptPolicy, "INPUT", "ACCEPT"}, {IptPolicy, "OUTPUT", "ACCEPT"}}}}, false},
+		{"user chain only", "*nat\r\n:PREROUTING ACCEPT [0:0]\r\n:mine - [0:0]\r\nCOMMIT\r\n", true, false,
+			[]IptTable{{"nat", []IptEntry{{IptPolicy, "PREROUTING", "ACCEPT"}, {IptNewChain, "mine", ""}}}}, true},
+		{"drop policy", "*filter\n:INPUT DROP\nCOMMIT\n", true, false,
+			[]IptTable{{"filter", []IptEntry{{IptPolicy, "INPUT", "DROP"}}}}, true},
+		{"unknown line inside a table is kept", "*filter\n:INPUT ACCEPT [0:0]\n-I INPUT -j DROP\n:broken\nCOMMIT\n", true, false,
+			[]IptTable{{"filter", []IptEntry{{IptPolicy, "INPUT", "ACCEPT"}, {IptUnknown, "", "-I INPUT -j DROP"},
+				{IptUnknown, "", ":broken"}}}}, true},
+		{"tabs", "*filter\n-A\tINPUT\t-j DROP\nCOMMIT\n", true, false,
+			[]IptTable{{"filter", []IptEntry{{IptAppend, "INPUT", "-j DROP"}}}}, true},
+		{"nf_tables variant", "# Generated by iptables-nft-save v1.8.9 (nf_tables) on Wed Dec  2 00:46:52 2026\n*filter\n:INPUT ACCEPT [0:0]\nCOMMIT\n",
+			true, true, []IptTable{{"filter", []IptEntry{{IptPolicy, "INPUT", "ACCEPT"}}}}, false},
+		{"cut short", "*filter\n:INPUT DROP [0:0]\n-A INPUT -j ACCEPT\n", false, false, nil, false},
+		{"line outside a table", "-A INPUT -j ACCEPT\n", false, false, nil, false},
+		{"table inside a table", "*filter\n*nat\nCOMMIT\n", false, false, nil, false},
+		{"table twice", "*filter\nCOMMIT\n*filter\nCOMMIT\n", false, false, nil, false},
+		{"nameless table", "*\nCOMMIT\n", false, false, nil, false},
+		{"warning text", "# Warning: iptables-legacy tables present, use iptables-legacy-save to see them\n", true, false, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := ParseIptables(tt.in)
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("got %+v\nwant %+v", got, tt.want)
+			d, ok := ParseIptablesSave([]byte(tt.in))
+			if ok != tt.ok || d.NftVariant != tt.nft {
+				t.Fatalf("ok %v nft %v, want %v %v", ok, d.NftVariant, tt.ok, tt.nft)
 			}
-			if s := IptablesState(got); s != tt.state {
-				t.Errorf("state %v, want %v", s.Activity(), tt.state.Activity())
+			if !slices.EqualFunc(d.Tables, tt.tables, func(a, b IptTable) bool {
+				return a.Name == b.Name && slices.Equal(a.Entries, b.Entries)
+			}) {
+				t.Errorf("tables %+v\nwant   %+v", d.Tables, tt.tables)
 			}
-			if n := IptablesRuleCount(got); n != tt.count {
-				t.Errorf("count %d, want %d", n, tt.count)
+			content := false
+			for _, tbl := range d.Tables {
+				content = content || IptablesHasContent(tbl.Entries)
+			}
+			if content != tt.content {
+				t.Errorf("content %v, want %v", content, tt.content)
 			}
 		})
 	}
 }
 
-func FuzzParseIptables(f *testing.F) {
+func TestParseTableNames(t *testing.T) {
+	if got := ParseTableNames([]byte("filter\nnat\r\n\n raw \n")); !slices.Equal(got, []string{"filter", "nat", "raw"}) {
+		t.Errorf("got %q", got)
+	}
+	if got := ParseTableNames(nil); got != nil {
+		t.Errorf("empty file: %q", got)
+	}
+}
+
+func TestIptRow(t *testing.T) {
+	tests := []struct{ got, want string }{
+		{IptRow(2, "filter", IptEntry{IptPolicy, "INPUT", "DROP"}).Text(), "rule|iptables|ip|filter|INPUT|policy|DROP"},
+		{IptRow(10, "nat", IptEntry{IptNewChain, "DOCKER", ""}).Text(), "rule|iptables|ip6|nat|DOCKER|new_chain|"},
+		{IptRow(2, "fil|ter", IptEntry{IptAppend, "IN\nPUT", `-m comment --comment "a | b"`}).Text(),
+			`rule|iptables|ip|fil_ter|IN_PUT|append|-m comment --comment "a _ b"`},
+		{IptRow(2, "filter", IptEntry{IptUnknown, "", "-I x\r"}).Text(), "rule|iptables|ip|filter||unknown|-I x_"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+}
+
+// FuzzParseIptablesSave checks the promises the readers rely on: a dump accepted as
+// whole has every table closed and named once, no entry spans lines, and a table the
+// parser calls empty holds nothing but ACCEPT policies.
+func FuzzParseIptablesSave(f *testing.F) {
 	seedTestdata(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		entries := ParseIptables(b)
-		nonBlank := 0
+		d, ok := ParseIptablesSave(b)
+		if !ok {
+			if len(d.Tables) != 0 || d.NftVariant {
+				t.Fatalf("refused dump still carries %+v", d)
+			}
+			return
+		}
+		commits := 0
 		for _, l := range strings.Split(strings.ReplaceAll(string(b), "\r", ""), "\n") {
-			if strings.TrimSpace(l) != "" {
-				nonBlank++
+			if strings.TrimSpace(l) == "COMMIT" {
+				commits++
 			}
 		}
-		if len(entries) != nonBlank {
-			t.Fatalf("%d entries from %d non-blank lines", len(entries), nonBlank)
+		if len(d.Tables) > commits {
+			t.Fatalf("%d tables from %d COMMIT lines", len(d.Tables), commits)
 		}
-		if IptablesState(entries) == Disabled {
-			// Inactive needs every line to be an ACCEPT policy.
-			for _, e := range entries {
-				if e.Kind != IptPolicy || e.Spec != "ACCEPT" {
-					t.Fatalf("inactive with entry %+v from %q", e, b)
+		seen := map[string]bool{}
+		for _, tbl := range d.Tables {
+			if tbl.Name == "" || seen[tbl.Name] {
+				t.Fatalf("table name %q empty or repeated", tbl.Name)
+			}
+			seen[tbl.Name] = true
+			for _, e := range tbl.Entries {
+				if strings.ContainsAny(e.Chain+e.Spec, "\r\n") {
+					t.Fatalf("entry %+v spans lines", e)
 				}
 			}
-			if !strings.Contains(string(b), "-P") {
-				t.Fatalf("inactive without a policy line in %q", b)
-			}
-		}
-		for _, e := range entries {
-			if strings.ContainsAny(e.Chain+e.Spec, "\r\n") {
-				t.Fatalf("entry %+v spans lines", e)
+			if !IptablesHasContent(tbl.Entries) {
+				for _, e := range tbl.Entries {
+					if e.Kind != IptPolicy || e.Spec != "ACCEPT" {
+						t.Fatalf("empty table with entry %+v", e)
+					}
+				}
 			}
 		}
 	})

@@ -30,26 +30,37 @@ func FamilyName(family uint32) string {
 	}
 }
 
-// HookName names a base chain's netfilter hook; present is false for a chain that
-// carries no hook.
-func HookName(hook uint32, present bool) string {
+// Address families whose hooks are numbered differently from the inet ones.
+const (
+	familyINet   = 1
+	familyARP    = 3
+	familyNetdev = 5
+)
+
+// HookName names a base chain's netfilter hook the way nft does; present is false for
+// a chain that carries no hook. Each family numbers its hooks on its own: ip, ip6,
+// inet and bridge count prerouting, input, forward, output, postrouting (and inet adds
+// ingress as 5), arp counts input, output, forward, and netdev ingress, egress. A
+// number a family does not define is named hook<n>.
+func HookName(family, hook uint32, present bool) string {
 	if !present {
 		return "unknown"
 	}
-	switch hook {
-	case 0:
-		return "prerouting"
-	case 1:
-		return "input"
-	case 2:
-		return "forward"
-	case 3:
-		return "output"
-	case 4:
-		return "postrouting"
+	var names []string
+	switch family {
+	case familyARP:
+		names = []string{"input", "output", "forward"}
+	case familyNetdev:
+		names = []string{"ingress", "egress"}
+	case familyINet:
+		names = []string{"prerouting", "input", "forward", "output", "postrouting", "ingress"}
 	default:
-		return "hook" + strconv.FormatUint(uint64(hook), 10)
+		names = []string{"prerouting", "input", "forward", "output", "postrouting"}
 	}
+	if int64(hook) < int64(len(names)) {
+		return names[hook]
+	}
+	return "hook" + strconv.FormatUint(uint64(hook), 10)
 }
 
 // PolicyName names a base chain's policy verdict; present is false for a chain that

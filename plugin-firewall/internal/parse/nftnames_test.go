@@ -11,16 +11,22 @@ func TestNftNames(t *testing.T) {
 		}
 	}
 	hooks := []struct {
-		h       uint32
-		present bool
-		want    string
+		family, h uint32
+		present   bool
+		want      string
 	}{
-		{0, true, "prerouting"}, {1, true, "input"}, {2, true, "forward"}, {3, true, "output"},
-		{4, true, "postrouting"}, {7, true, "hook7"}, {0, false, "unknown"},
+		{2, 0, true, "prerouting"}, {2, 1, true, "input"}, {10, 2, true, "forward"}, {7, 3, true, "output"},
+		{1, 4, true, "postrouting"}, {2, 7, true, "hook7"}, {2, 0, false, "unknown"},
+		// Only inet has an ingress hook among the inet-numbered families.
+		{1, 5, true, "ingress"}, {2, 5, true, "hook5"}, {7, 5, true, "hook5"},
+		// arp and netdev number their hooks their own way.
+		{3, 0, true, "input"}, {3, 1, true, "output"}, {3, 2, true, "forward"}, {3, 3, true, "hook3"},
+		{5, 0, true, "ingress"}, {5, 1, true, "egress"}, {5, 2, true, "hook2"},
+		{99, 1, true, "input"}, {3, 1<<32 - 1, true, "hook4294967295"},
 	}
 	for _, tt := range hooks {
-		if got := HookName(tt.h, tt.present); got != tt.want {
-			t.Errorf("HookName(%d, %v) = %q, want %q", tt.h, tt.present, got, tt.want)
+		if got := HookName(tt.family, tt.h, tt.present); got != tt.want {
+			t.Errorf("HookName(%d, %d, %v) = %q, want %q", tt.family, tt.h, tt.present, got, tt.want)
 		}
 	}
 	policies := []struct {
@@ -41,9 +47,9 @@ func TestNftRowFormats(t *testing.T) {
 	tests := []struct {
 		got, want string
 	}{
-		{NftChainRow(1, "filter", "INPUT", HookName(1, true), PolicyName(0, true)).Text(),
+		{NftChainRow(1, "filter", "INPUT", HookName(1, 1, true), PolicyName(0, true)).Text(),
 			"rule|nftables|inet|filter|INPUT|input|drop"},
-		{NftChainRow(2, "fil|ter", "IN\nPUT\r", HookName(0, true), PolicyName(1, true)).Text(),
+		{NftChainRow(2, "fil|ter", "IN\nPUT\r", HookName(2, 0, true), PolicyName(1, true)).Text(),
 			"rule|nftables|ip|fil_ter|IN_PUT_|prerouting|accept"},
 		{NftRuleRow(10, "filter", "FORWARD", 42, true).Text(), "rule|nftables|ip6|filter|FORWARD|handle|42"},
 		{NftRuleRow(10, "filter", "FORWARD", 0, false).Text(), "rule|nftables|ip6|filter|FORWARD|handle|unknown"},

@@ -48,33 +48,23 @@ func SubprocessComplete(res subprocess.Result) bool {
 	return res.Complete() && res.ExitCode == 0
 }
 
-// Clamp keeps a later Linux backend from contradicting nftables: when nftables tables
-// were seen but could not be read whole, a "disabled" verdict from ufw or iptables
-// cannot be true of the host, so it becomes Unknown.
-func Clamp(tablesSeen bool, s Status) Status {
-	if tablesSeen && s == Disabled {
+// Clamp keeps ufw from contradicting the kernel: when the kernel's rules could not be
+// read whole, ufw's "disabled" cannot be known to be true of the host, so it becomes
+// Unknown.
+func Clamp(unread bool, s Status) Status {
+	if unread && s == Disabled {
 		return Unknown
 	}
 	return s
 }
 
-// GateState is the verdict a Linux subprocess backend reports: Unknown when its read
-// was incomplete, otherwise the parsed verdict after Clamp.
-func GateState(complete, tablesSeen bool, parsed Status) Status {
+// GateState is the verdict ufw reports: Unknown when its read was incomplete,
+// otherwise the parsed verdict after Clamp.
+func GateState(complete, unread bool, parsed Status) Status {
 	if !complete {
 		return Unknown
 	}
-	return Clamp(tablesSeen, parsed)
-}
-
-// NftState is the verdict of an nftables read that completed: Enabled (active) when
-// there is content, Disabled (inactive) when there is none. An incomplete read has no
-// verdict; its caller reports the failure instead.
-func NftState(hasContent bool) Status {
-	if hasContent {
-		return Enabled
-	}
-	return Disabled
+	return Clamp(unread, parsed)
 }
 
 // Names of the nftables dumps, as they appear in error and fallthrough rows.

@@ -56,12 +56,6 @@ func TestGateAndClamp(t *testing.T) {
 	}
 }
 
-func TestNftState(t *testing.T) {
-	if NftState(false) != Disabled || NftState(true) != Enabled {
-		t.Errorf("NftState: no content %v, content %v", NftState(false), NftState(true))
-	}
-}
-
 func TestNftRowsAndReasons(t *testing.T) {
 	if got := NftDiagRow(DumpTable, ReasonTimeout).Text(); got != "error|nftables:table:timeout" {
 		t.Errorf("diag row %q", got)

@@ -1,0 +1,271 @@
+package session
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/yuzugo/yuzu/agent/fleetpb/agentv1"
+)
+
+func testSpool(t *testing.T, perAnswer, total int64) (*spool, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "spool")
+	sp, err := newSpool(dir, perAnswer, total)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sp.close)
+	return sp, dir
+}
+
+// push is what the relay does with a RUNNING message: keep it, then queue it.
+func push(sp *spool, id, output string) outMsg {
+	return outMsg{resp: running(id, output), kind: kindRows, idx: sp.rows(id, output)}
+}
+
+// drainPlan takes every planned message as a stream would.
+func drainPlan(sp *spool) []string {
+	var out []string
+	for {
+		m, ok := sp.next()
+		if !ok {
+			return out
+		}
+		out = append(out, m.resp.GetCommandId()+":"+m.resp.GetStatus().String()+":"+m.resp.GetOutput())
+		sp.pop(time.Now())
+	}
+}
+
+func terminalOf(id string, st agentv1.CommandResponse_Status) *agentv1.CommandResponse {
+	return &agentv1.CommandResponse{CommandId: id, Status: st, SentAt: now()}
+}
+
+// A break re-sends what left, whole from the first message, and nothing that had not
+// left (the outbox still holds that); a terminal that left goes again after them.
+func TestSpoolResendsWhatLeft(t *testing.T) {
+	sp, _ := testSpool(t, 1<<20, 1<<20)
+	m0, m1 := push(sp, "a", "r|0\nr|1"), push(sp, "a", "r|2")
+	push(sp, "a", "r|3") // still queued when the stream breaks
+	sp.handed(m0, time.Now())
+	sp.handed(m1, time.Now())
+	lone := outMsg{resp: rejected("b", "command expired")}
+	sp.handed(lone, time.Now())
+	sp.broken()
+	got := drainPlan(sp)
+	want := []string{"a:RUNNING:r|0\nr|1", "a:RUNNING:r|2", "b:REJECTED:command expired"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("plan %q, want %q", got, want)
+	}
+
+	// The command ends; its timing and terminal leave, then the stream breaks again:
+	// all of it goes once more, and the terminal is a SUCCESS (nothing was lost).
+	timing := running("a", timingPrefix+"5")
+	sp.timing(timing)
+	_, term := sp.seal(terminalOf("a", agentv1.CommandResponse_SUCCESS), false)
+	sp.handed(outMsg{resp: running("a", "r|3"), kind: kindRows, idx: 2}, time.Now())
+	sp.handed(outMsg{resp: timing, kind: kindTiming}, time.Now())
+	sp.handed(outMsg{resp: term, kind: kindTerminal}, time.Now())
+	sp.broken()
+	got = drainPlan(sp)
+	want = []string{"a:RUNNING:r|0\nr|1", "a:RUNNING:r|2", "a:RUNNING:r|3", "a:RUNNING:" + timingPrefix + "5", "a:SUCCESS:", "b:REJECTED:command expired"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("plan after the terminal %q, want %q", got, want)
+	}
+}
+
+// A heartbeat confirms what left well before it was sent: the answer is forgotten,
+// its file removed and its id returned for the journal; later messages are not.
+func TestSpoolConfirm(t *testing.T) {
+	sp, dir := testSpool(t, 1<<20, 1<<20)
+	m := push(sp, "a", "r|0")
+	_, term := sp.seal(terminalOf("a", agentv1.CommandResponse_SUCCESS), false)
+	left := time.Now()
+	sp.handed(m, left)
+	sp.handed(outMsg{resp: term, kind: kindTerminal}, left)
+	sp.handed(outMsg{resp: rejected("b", "no")}, left)
+	if ids := sp.confirm(left); len(ids) != 0 {
+		t.Fatalf("confirmed %v by a heartbeat sent before the terminal left", ids)
+	}
+	running := push(sp, "c", "r|0")
+	sp.handed(running, left)
+	if ids := sp.confirm(left.Add(time.Millisecond)); !slices.Equal(ids, []string{"a"}) {
+		t.Fatalf("confirmed %v, want [a] (c has no terminal yet)", ids)
+	}
+	files, _ := os.ReadDir(dir)
+	if len(files) != 1 || !sp.unconfirmed() {
+		t.Errorf("after the confirmation: %d files, unconfirmed %v; want c's file and c waiting", len(files), sp.unconfirmed())
+	}
+	sp.broken()
+	if got := drainPlan(sp); !slices.Equal(got, []string{"c:RUNNING:r|0"}) {
+		t.Errorf("plan %q: the confirmed answer and lone message must not go again", got)
+	}
+}
+
+// Past the per-answer bound rows are sent but not kept: a break after they left makes
+// them missing, counted in rows, and the terminal a FAILURE that says how many.
+func TestSpoolBoundMakesMissingRowsAFailure(t *testing.T) {
+	sp, _ := testSpool(t, 30, 1<<20)
+	m0 := push(sp, "a", "row|0")        // 5+8 bytes: kept
+	m1 := push(sp, "a", "row|1\nrow|2") // would pass 30: not kept
+	m2 := push(sp, "a", "row|3")        // not kept either: the file holds a prefix only
+	for _, m := range []outMsg{m0, m1, m2} {
+		sp.handed(m, time.Now())
+	}
+	sp.broken()
+	if got := drainPlan(sp); !slices.Equal(got, []string{"a:RUNNING:row|0"}) {
+		t.Fatalf("plan %q, want the kept prefix", got)
+	}
+	row, term := sp.seal(terminalOf("a", agentv1.CommandResponse_SUCCESS), false)
+	if term.GetStatus() != agentv1.CommandResponse_FAILURE || term.GetExitCode() != 1 || term.GetError().GetCode() != "rows_missing" {
+		t.Fatalf("terminal %v, want FAILURE rows_missing", term)
+	}
+	if !strings.HasPrefix(row, "error|3 rows may be missing: ") {
+		t.Errorf("error row %q, want the 3 rows that left unkept", row)
+	}
+}
+
+// Nothing kept (the bounds are 0): a break still re-sends a terminal that left, as a
+// FAILURE when rows had left with the broken stream.
+func TestSpoolOffStillCountsWhatIsLost(t *testing.T) {
+	sp, err := newSpool("", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := push(sp, "a", "r|0")
+	sp.handed(m, time.Now())
+	_, term := sp.seal(terminalOf("a", agentv1.CommandResponse_SUCCESS), false)
+	sp.handed(outMsg{resp: term, kind: kindTerminal}, time.Now())
+	sp.broken()
+	got := drainPlan(sp)
+	if len(got) != 2 || !strings.HasPrefix(got[0], "a:RUNNING:error|1 rows may be missing") || got[1] != "a:FAILURE:" {
+		t.Errorf("plan %q, want the missing-rows row and a FAILURE", got)
+	}
+}
+
+// The files outlive the agent: the next start re-sends a command's kept messages
+// before its recorded terminal; a file whose tail is damaged makes that terminal a
+// FAILURE; a file nobody claims is removed.
+func TestSpoolRestoreAfterRestart(t *testing.T) {
+	sp, dir := testSpool(t, 1<<20, 1<<20)
+	for _, id := range []string{"done", "torn", "orphan"} {
+		sp.handed(push(sp, id, id+"|0"), time.Now())
+		sp.handed(push(sp, id, id+"|1"), time.Now())
+	}
+	sp.close() // the agent is killed: nothing confirmed
+	torn := sp.fileName("torn")
+	fi, err := os.Stat(torn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(torn, fi.Size()-3); err != nil {
+		t.Fatal(err)
+	}
+
+	next, err := newSpool(dir, 1<<20, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.close()
+	if n := next.restore("done", terminalOf("done", agentv1.CommandResponse_SUCCESS)); n != 2 {
+		t.Errorf("restored %d messages of done, want 2", n)
+	}
+	if n := next.restore("torn", terminalOf("torn", agentv1.CommandResponse_SUCCESS)); n != 1 {
+		t.Errorf("restored %d messages of torn, want the 1 before the damage", n)
+	}
+	next.sweep()
+	if _, err := os.Stat(sp.fileName("orphan")); !os.IsNotExist(err) {
+		t.Errorf("the unclaimed file is still there: %v", err)
+	}
+	next.broken()
+	got := drainPlan(next)
+	want := []string{"done:RUNNING:done|0", "done:RUNNING:done|1", "done:SUCCESS:", "torn:RUNNING:torn|0", "torn:RUNNING:error|rows after the first 1 messages may be missing: the answer spool was damaged while the agent was down", "torn:FAILURE:"}
+	if !slices.Equal(got, want) {
+		t.Errorf("plan after the restart\n%q\nwant\n%q", got, want)
+	}
+}
+
+// An interrupted command's kept rows go first, and the rows of its answer made after
+// the restart are appended to the same file.
+func TestSpoolRestoreInterrupted(t *testing.T) {
+	sp, dir := testSpool(t, 1<<20, 1<<20)
+	sp.handed(push(sp, "x", "x|0"), time.Now())
+	sp.close()
+	next, err := newSpool(dir, 1<<20, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.close()
+	next.restore("x", nil)
+	errRow := push(next, "x", "error|command interrupted")
+	if errRow.idx != 1 {
+		t.Errorf("the new row has index %d, want 1 after the restored one", errRow.idx)
+	}
+	next.broken()
+	if got := drainPlan(next); !slices.Equal(got, []string{"x:RUNNING:x|0"}) {
+		t.Fatalf("plan %q", got)
+	}
+	next.handed(errRow, time.Now())
+	next.broken()
+	if got := drainPlan(next); !slices.Equal(got, []string{"x:RUNNING:x|0", "x:RUNNING:error|command interrupted"}) {
+		t.Errorf("plan with the appended row %q", got)
+	}
+}
+
+// A spool file is framed: a record whose checksum does not match is damage, not data.
+func TestSpoolRecordChecksum(t *testing.T) {
+	sp, _ := testSpool(t, 1<<20, 1<<20)
+	sp.handed(push(sp, "a", "a|0"), time.Now())
+	sp.close()
+	name := sp.fileName("a")
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-1] ^= 0x20
+	if err := os.WriteFile(name, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	next, err := newSpool(filepath.Dir(name), 1<<20, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.close()
+	if n := next.restore("a", nil); n != 0 {
+		t.Errorf("restored %d messages from a file with a flipped byte, want 0", n)
+	}
+}
+
+// A break in the middle of a re-send loses none of it: the next plan is made from the
+// answers, not from what the last plan had left, and confirms nothing until it is over.
+func TestSpoolBreakDuringResend(t *testing.T) {
+	sp, _ := testSpool(t, 1<<20, 1<<20)
+	for _, id := range []string{"a", "b"} {
+		m := push(sp, id, id+"|0")
+		_, term := sp.seal(terminalOf(id, agentv1.CommandResponse_SUCCESS), false)
+		sp.handed(m, time.Now())
+		sp.handed(outMsg{resp: term, kind: kindTerminal}, time.Now())
+	}
+	sp.handed(outMsg{resp: rejected("c", "no")}, time.Now())
+	sp.broken()
+	// The new stream takes a's row only, then breaks too.
+	if m, ok := sp.next(); !ok || m.resp.GetOutput() != "a|0" {
+		t.Fatalf("first planned message %v", m.resp)
+	}
+	sp.pop(time.Now())
+	if ids := sp.confirm(time.Now().Add(time.Hour)); len(ids) != 0 {
+		t.Errorf("confirmed %v during a re-send", ids)
+	}
+	sp.broken()
+	got := drainPlan(sp)
+	want := []string{"a:RUNNING:a|0", "a:SUCCESS:", "b:RUNNING:b|0", "b:SUCCESS:", "c:REJECTED:no"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("plan after a break during the re-send\n%q\nwant\n%q", got, want)
+	}
+	if ids := sp.confirm(time.Now().Add(time.Hour)); !slices.Equal(ids, []string{"a", "b"}) || sp.unconfirmed() {
+		t.Errorf("after the re-send: confirmed %v, unconfirmed %v", ids, sp.unconfirmed())
+	}
+}
