@@ -25,7 +25,10 @@ func TestWindowsCrashAndHang(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, crasherExe, sleeperExe, tagsExe)
 	w.expect("before|crash\nerror|plugin crashed: crasher exited during the command (exit status 3)\n"+undeclared+rc1, 1, "crasher", "crash")
-	w.expect("error|plugin timed out after 1s\n"+undeclared+rc1, 1, "--timeout", "1", "sleeper", "sleep", "seconds=60")
+	// The deadline covers the plugin's start too: 10 s covers a cold start under Wine on
+	// a loaded machine (with 1 s the answer was now and then "waiting for plugin
+	// sleeper to start"), and is still far short of the 60 s sleep.
+	w.expect("error|plugin timed out after 10s\n"+undeclared+rc1, 1, "--timeout", "10", "sleeper", "sleep", "seconds=60")
 	r := w.exec("crasher", "panic")
 	if r.code != 1 || !strings.Contains(r.stdout, "crasher was asked to panic") {
 		t.Errorf("a panicking handler:\n%s", r)
