@@ -2,16 +2,21 @@
 # `make test-windows` (also a step of `make test`): the Windows code, run for real as
 # GOOS=windows/amd64 binaries under Wine 8.0 (docs/windows.md).
 #
-#   set-up     Wine, the private prefix, the bcryptprimitives shim, drive N: as a
-#              network drive (scripts/wine-setup.sh)
-#   unit       every workspace module's packages built as Windows test binaries and run
-#              under Wine (scripts/wine-unit.sh)
-#   end to end integration/wine: a Linux test that builds the Windows yuzu-agent.exe,
-#              every yuzu-plugin-*.exe and the test plugins, and drives them under Wine
+#   build      every workspace module's packages as Windows test binaries
+#              (scripts/wine-unit.sh build), and the end-to-end test integration/wine
+#              (a Linux test) with the Windows yuzu-agent.exe, every yuzu-plugin-*.exe
+#              and the test plugins it drives; no Wine needed, so this runs while...
+#   set-up     ...Wine, the private prefix, the bcryptprimitives shim and drive N: as a
+#              network drive are made ready (scripts/wine-setup.sh), and the wine
+#              server and its services start;
+#   unit       the test binaries run under Wine (scripts/wine-unit.sh run), while
+#   end to end integration/wine drives the Windows binaries under Wine.
 #
-# One wine server is kept for the whole run and its services are started with their
-# output on /dev/null first: services started by a test binary would inherit the pipe
-# go test reads and hold it open (a hang). Every step is bounded and named when it
+# The two test parts run at the same time: both mostly wait on Wine's server, and each
+# keeps two Wine test processes at a time. Their reports are printed one after the
+# other. One wine server is kept for the whole run and its services are started with
+# their output on /dev/null first: services started by a test binary would inherit the
+# pipe go test reads and hold it open (a hang). Every step is bounded and named when it
 # fails. The output ends with the usual go test lines and one
 # `windows: N passed, N failed` line.
 #
@@ -32,7 +37,6 @@ stop_server() {
 		server=0
 	fi
 }
-trap 'stop_server; rm -f "$summary"' EXIT
 
 # record LINE writes one part's summary line here and to make test's summary.
 record() {
@@ -44,6 +48,26 @@ failed=0
 if [[ ! -x $TOOLS_BIN/testreport ]]; then
 	bounded "build testreport" 300 tools/install.sh >/dev/null || true
 fi
+work=$(mktemp -d)
+trap 'stop_server; rm -rf "$summary" "$work"' EXIT
+mapfile -t mods < <(modules | grep -vx integration)
+patterns=()
+for m in "${mods[@]}"; do patterns+=("./$m/..."); done
+e2e=$WINE_DIR/e2e/wine.test
+
+# The builds, in the background while Wine is set up. The end-to-end test binary
+# builds the Windows binaries it drives when asked to do only that (its TestMain).
+build_start=$SECONDS
+bounded "build the Windows test binaries" 900 scripts/wine-unit.sh build "${patterns[@]}" >"$work/unit-build.log" 2>&1 &
+unit_build=$!
+(
+	mkdir -p "$WINE_DIR/e2e"
+	bounded "build the end-to-end test" 600 go test -c -vet=off -o "$e2e" ./integration/wine/ &&
+		(cd integration/wine && bounded "build the Windows binaries" 600 env "YUZU_WINE_DIR=$WINE_DIR" YUZU_WINE_BUILD_ONLY=1 "$e2e")
+) >"$work/e2e-build.log" 2>&1 &
+e2e_build=$!
+
+setup_start=$SECONDS
 if ! bounded "set-up" 900 scripts/wine-setup.sh; then
 	record "FAIL windows set-up: Wine could not be set up (above); no Windows test ran"
 	failed=1
@@ -60,49 +84,72 @@ else
 		failed=1
 	fi
 fi
+say "windows: Wine ready in $((SECONDS - setup_start))s"
+unit_built=0 e2e_built=0
+wait "$unit_build" && unit_built=1
+wait "$e2e_build" && e2e_built=1
+cat "$work/unit-build.log" >&2
+cat "$work/e2e-build.log"
+say "windows: builds done in $((SECONDS - build_start))s"
 
-# part NAME LIMIT CMD... runs one go test -json stream through testreport.
+# part NAME LIMIT CMD... runs one go test -json stream through testreport; its report
+# goes to $work/NAME.out, its summary line to $work/NAME.summary.
 part() {
-	local name=$1 limit=$2 one rc=0 start=$SECONDS
+	local name=$1 limit=$2 one=$work/$1.summary rc=0 start=$SECONDS
 	shift 2
-	one=$(mktemp)
-	printf '\n==== windows %s\n' "$name"
 	set +e
-	timeout --kill-after=10 "$limit" "$@" 2>&1 | "$TOOLS_BIN/testreport" -label "windows $name" -summary "$one"
+	timeout --kill-after=10 "$limit" "$@" 2>&1 | "$TOOLS_BIN/testreport" -label "windows $name" -summary "$one.tr"
 	local st=("${PIPESTATUS[@]}")
 	set -e
 	if ((st[0] == 124 || st[0] == 137)); then
 		warn "windows: step '$name' did not finish within ${limit}s: stopped"
-		record "FAIL windows $name: did not finish within ${limit}s ($((SECONDS - start))s)"
+		echo "FAIL windows $name: did not finish within ${limit}s ($((SECONDS - start))s)" >"$one"
 		rc=1
-	elif [[ -s $one ]]; then
-		record "$(cat "$one") ($((SECONDS - start))s)"
+	elif [[ -s $one.tr ]]; then
+		echo "$(cat "$one.tr") ($((SECONDS - start))s)" >"$one"
 		if ((st[1] != 0)); then
 			rc=1
 		elif ((st[0] != 0)); then
 			warn "windows: go test exited ${st[0]} in $name although no test failed"
-			record "FAIL windows $name: go test exited ${st[0]}"
+			echo "FAIL windows $name: go test exited ${st[0]}" >>"$one"
 			rc=1
 		fi
 	else
-		record "FAIL windows $name: testreport wrote no summary"
+		echo "FAIL windows $name: testreport wrote no summary" >"$one"
 		rc=1
 	fi
-	rm -f "$one"
 	return "$rc"
 }
 
 if ((!failed)); then
-	mapfile -t mods < <(modules | grep -vx integration)
-	patterns=()
-	for m in "${mods[@]}"; do patterns+=("./$m/..."); done
-	part unit 900 scripts/wine-unit.sh "${patterns[@]}" || failed=1
-	# Two end-to-end tests at a time, whatever the cores: with four, Wine 8.0 now and
-	# then lost a process (a plugin start failing with "Internal error", an agent that
-	# did not exit after its answer), and it was no faster on two cores.
-	part "end to end" 600 env "YUZU_WINE_DIR=$WINE_DIR" YUZU_WINE_SERVER=running \
-		go test -json -count=1 -parallel 2 -timeout 8m ./integration/wine/ || failed=1
+	if ((!unit_built)); then warn "windows: the unit test binaries did not build (above)"; fi
+	part unit 900 scripts/wine-unit.sh run >"$work/unit.out" 2>&1 &
+	unit=$!
+	# The end-to-end test binary, run as go test -json would, in its package's
+	# directory, against the running wine server, two tests at a time whatever the
+	# cores: with four, Wine 8.0 now and then lost a process (a plugin start failing
+	# with "Internal error", an agent that did not exit after its answer).
+	if ((e2e_built)); then
+		part "end to end" 600 env -C integration/wine "YUZU_WINE_DIR=$WINE_DIR" YUZU_WINE_SERVER=running \
+			"$WINE_DIR/bin/test2json" -t -p github.com/yuzugo/yuzu/integration/wine \
+			"$e2e" -test.v=test2json -test.count=1 -test.parallel=2 -test.timeout=8m \
+			</dev/null >"$work/end to end.out" 2>&1 &
+	else
+		(
+			echo "windows: the end-to-end test or the Windows binaries it drives did not build (above)"
+			echo "FAIL windows end to end: did not build" >"$work/end to end.summary"
+			exit 1
+		) >"$work/end to end.out" &
+	fi
+	end=$!
+	wait "$unit" || failed=1
+	wait "$end" || failed=1
 	stop_server
+	for name in unit "end to end"; do
+		printf '\n==== windows %s\n' "$name"
+		cat "$work/$name.out"
+		while read -r line; do record "$line"; done <"$work/$name.summary"
+	done
 fi
 
 counts=$(awk '{ for (i = 2; i <= NF; i++) { if ($i ~ /^passed,?$/) p += $(i-1); if ($i ~ /^failed,?$/) f += $(i-1); if ($i ~ /^skipped,?$/) k += $(i-1) } }

@@ -1,24 +1,27 @@
 #!/usr/bin/env bash
 # The unit half of the Windows leg (scripts/test-windows.sh runs it; docs/windows.md):
 # every package of PATTERNS that has tests, built as a Windows test binary and run under
-# Wine. It writes one `go test -json` event stream on stdout, for tools/testreport.
+# Wine. Two modes, so that the leg can build while Wine starts:
 #
-#   build  one `go test -c` (GOOS=windows, GOARCH=amd64, cgo off, the flags `make cross`
-#          compiles windows/amd64 with, so the compiled packages are shared) into
-#          .cache/wine/tests, where the binaries stay: the next run links only those
-#          whose code changed. (`go test -exec` would link every binary again on every
-#          run, a third of this step's CPU time, and caches no result under -exec.)
-#          The binaries get the Wine overlay, below. When a binary does not build,
-#          nothing runs: a binary left by an earlier run is never taken for the code.
-#   run    WINE_P binaries at a time (default 2: four or six took as long on two
-#          cores, with more CPU time), the slowest of the last run first, each in its
-#          package's directory as go test runs it, with -test.short (heavy loops scale
-#          down under Wine, each saying so) and -test.timeout 4m, through test2json. A
-#          binary still running after WINE_TEST_LIMIT seconds (default 300) is stopped
-#          and fails, named.
+#   build PATTERNS...  one `go test -c` (GOOS=windows, GOARCH=amd64, cgo off, the flags
+#          `make cross` compiles windows/amd64 with, so the compiled packages are
+#          shared) into .cache/wine/tests, where the binaries stay: the next run links
+#          only those whose code changed. (`go test -exec` would link every binary
+#          again on every run, a third of this step's CPU time, and caches no result
+#          under -exec.) The binaries get the Wine overlay, below. The build's event
+#          stream is kept for the run, and the list of binaries written only when
+#          every one built: a binary left by an earlier run is never taken for the code.
+#          Needs no Wine.
+#   run    the binaries of the last build, WINE_P at a time (default 2: four or six
+#          took as long on two cores, with more CPU time), the slowest of the last run
+#          first, each in its package's directory as go test runs it, with -test.short
+#          (heavy loops scale down under Wine, each saying so) and -test.timeout 4m,
+#          through test2json. A binary still running after WINE_TEST_LIMIT seconds
+#          (default 300) is stopped and fails, named. It writes one `go test -json`
+#          event stream on stdout (the build's first), for tools/testreport; a wine
+#          server must be running (scripts/test-windows.sh).
 #
-# Usage: scripts/wine-unit.sh PATTERNS...   (a wine server must be running; see
-# scripts/test-windows.sh)
+# Usage: scripts/wine-unit.sh build PATTERNS... ; scripts/wine-unit.sh run
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck source=wine.sh
@@ -27,8 +30,13 @@ source "$ROOT/scripts/wine.sh"
 parallel=${WINE_P:-2}
 limit=${WINE_TEST_LIMIT:-300}
 tests=$WINE_DIR/tests
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# list: "IMPORT_PATH DIR BINARY" per package, written by a build that fully succeeded;
+# build.json: that build's go test -json events.
+list=$tests/list
+build_events=$tests/build.json
+t2j=$WINE_DIR/bin/test2json
+mode=${1:-}
+shift || true
 
 # The file the overlay adds to each tested package (a name no package uses).
 fallback_file=zz_wine_fallback_test.go
@@ -75,48 +83,56 @@ wine_overlay() {
 	echo "$dir/overlay.json"
 }
 
-export GOOS=windows GOARCH=amd64 CGO_ENABLED=0
-ips=() dirs=() names=()
-while read -r ip dir name; do
-	ips+=("$ip") dirs+=("$dir") names+=("$name")
-done < <(go list -e -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}} {{.Name}}{{end}}' "$@" | grep .)
-if ((${#ips[@]} == 0)); then
-	warn "windows: no package with tests in $*"
-	exit 1
-fi
-overlay=$(for i in "${!ips[@]}"; do echo "${dirs[i]} ${names[i]}"; done | wine_overlay) || exit 1
+# build PATTERNS... builds the test binaries and writes the list (see the top).
+build() {
+	export GOOS=windows GOARCH=amd64 CGO_ENABLED=0
+	rm -f "$list"
+	mkdir -p "$tests"
+	: >"$build_events"
+	ips=() dirs=() names=()
+	while read -r ip dir name; do
+		ips+=("$ip") dirs+=("$dir") names+=("$name")
+	done < <(go list -e -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}} {{.Name}}{{end}}' "$@" | grep .)
+	if ((${#ips[@]} == 0)); then
+		warn "windows: no package with tests in $*"
+		return 1
+	fi
+	overlay=$(for i in "${!ips[@]}"; do echo "${dirs[i]} ${names[i]}"; done | wine_overlay) || return 1
 
-# test2json, for the host: it turns each binary's -test.v=test2json output into events.
-t2j=$WINE_DIR/bin/test2json
-mkdir -p "$WINE_DIR/bin"
-bounded "build test2json" 300 env GOOS= GOARCH= go build -o "$t2j" cmd/test2json >&2 || exit 1
+	# test2json, for the host: it turns each binary's -test.v=test2json output into events.
+	mkdir -p "$WINE_DIR/bin"
+	bounded "build test2json" 300 env GOOS= GOARCH= go build -o "$t2j" cmd/test2json >&2 || return 1
 
-# go test -c names a binary after the last element of its import path; packages that
-# share one go to separate directories (one go test -c each).
-declare -A taken=()
-bins=() groups=()
-for i in "${!ips[@]}"; do
-	base=${ips[i]##*/} g=0
-	while [[ -n ${taken[$g/$base]:-} ]]; do g=$((g + 1)); done
-	taken[$g/$base]=1
-	bins[i]=$tests/$g/$base.test.exe
-	[[ " ${groups[*]} " == *" $g "* ]] || groups+=("$g")
-done
-
-built=1
-for g in "${groups[@]}"; do
-	pkgs=()
+	# go test -c names a binary after the last element of its import path; packages that
+	# share one go to separate directories (one go test -c each).
+	declare -A taken=()
+	bins=() groups=()
 	for i in "${!ips[@]}"; do
-		[[ ${bins[i]} == "$tests/$g/"* ]] && pkgs+=("${ips[i]}")
+		base=${ips[i]##*/} g=0
+		while [[ -n ${taken[$g/$base]:-} ]]; do g=$((g + 1)); done
+		taken[$g/$base]=1
+		bins[i]=$tests/$g/$base.test.exe
+		[[ " ${groups[*]} " == *" $g "* ]] || groups+=("$g")
 	done
-	mkdir -p "$tests/$g"
-	bounded "build the Windows test binaries" 600 go test -c -json -vet=off -overlay "$overlay" \
-		-ldflags='-checklinkname=0 -s -w' -o "$tests/$g/" "${pkgs[@]}" || built=0
-done
-if ((!built)); then
-	warn "windows: not every Windows test binary built (above), so none is run"
-	exit 1
-fi
+
+	built=1 build_start=$SECONDS
+	for g in "${groups[@]}"; do
+		pkgs=()
+		for i in "${!ips[@]}"; do
+			[[ ${bins[i]} == "$tests/$g/"* ]] && pkgs+=("${ips[i]}")
+		done
+		mkdir -p "$tests/$g"
+		bounded "build the Windows test binaries" 600 go test -c -json -vet=off -overlay "$overlay" \
+			-ldflags='-checklinkname=0 -s -w' -o "$tests/$g/" "${pkgs[@]}" >>"$build_events" || built=0
+	done
+	if ((!built)); then
+		warn "windows: not every Windows test binary built, so none is run"
+		return 1
+	fi
+	for i in "${!ips[@]}"; do echo "${ips[i]} ${dirs[i]} ${bins[i]}"; done >"$list.tmp"
+	mv "$list.tmp" "$list"
+	say "windows: ${#ips[@]} test binaries built or up to date in $((SECONDS - build_start))s"
+}
 
 # run_one I runs package I's binary and writes its events to $work/I.json. When the
 # binary ends without a package result (a crash, os.Exit, a stop), one is added.
@@ -140,22 +156,48 @@ run_one() {
 	fi
 }
 
-# The slowest packages of the last run start first; new ones count as slow.
-declare -A last=()
-if [[ -f $tests/elapsed ]]; then
-	while read -r s ip; do last[$ip]=$s; done <"$tests/elapsed"
-fi
-mapfile -t order < <(for i in "${!ips[@]}"; do echo "${last[${ips[i]}]:-999999} $i"; done | sort -rn | cut -d' ' -f2)
-for i in "${order[@]}"; do
-	while (($(jobs -rp | wc -l) >= parallel)); do wait -n || true; done
-	run_one "$i" &
-done
-wait
-cat "$work"/*.elapsed >"$work/elapsed"
-for ip in "${!last[@]}"; do
-	[[ " ${ips[*]} " == *" $ip "* ]] || echo "${last[$ip]} $ip"
-done >>"$work/elapsed"
-mv "$work/elapsed" "$tests/elapsed"
-for i in "${!ips[@]}"; do
-	cat "$work/$i.json"
-done
+# run runs the binaries of the last complete build (see the top).
+run() {
+	# The build's events first: a failed build shows here, and nothing runs.
+	cat "$build_events" 2>/dev/null || true
+	if [[ ! -f $list ]]; then
+		warn "windows: no complete build of the Windows test binaries (above): none is run"
+		return 1
+	fi
+	ips=() dirs=() bins=()
+	while read -r ip dir bin; do
+		ips+=("$ip") dirs+=("$dir") bins+=("$bin")
+	done <"$list"
+	work=$(mktemp -d)
+	trap 'rm -rf "$work"' EXIT
+	run_start=$SECONDS
+	# The slowest packages of the last run start first; new ones count as slow.
+	declare -A last=()
+	if [[ -f $tests/elapsed ]]; then
+		while read -r s ip; do last[$ip]=$s; done <"$tests/elapsed"
+	fi
+	mapfile -t order < <(for i in "${!ips[@]}"; do echo "${last[${ips[i]}]:-999999} $i"; done | sort -rn | cut -d' ' -f2)
+	for i in "${order[@]}"; do
+		while (($(jobs -rp | wc -l) >= parallel)); do wait -n || true; done
+		run_one "$i" &
+	done
+	wait
+	warn "windows: ${#ips[@]} test binaries ran in $((SECONDS - run_start))s, $parallel at a time"
+	cat "$work"/*.elapsed >"$work/elapsed"
+	for ip in "${!last[@]}"; do
+		[[ " ${ips[*]} " == *" $ip "* ]] || echo "${last[$ip]} $ip"
+	done >>"$work/elapsed"
+	mv "$work/elapsed" "$tests/elapsed"
+	for i in "${!ips[@]}"; do
+		cat "$work/$i.json"
+	done
+}
+
+case $mode in
+build) build "$@" ;;
+run) run ;;
+*)
+	warn "usage: scripts/wine-unit.sh build PATTERNS... | run"
+	exit 2
+	;;
+esac

@@ -93,8 +93,15 @@ func setUp(m *testing.M) (int, error) {
 	env.bin = filepath.Join(env.wineDir, "exe")
 	env.fixture = filepath.Join(tmp, "fixtures")
 
-	// scripts/test-windows.sh has set Wine up and keeps a server running; alone, this
-	// package does both itself.
+	// scripts/test-windows.sh builds the Windows binaries through this binary while
+	// Wine is being set up (YUZU_WINE_BUILD_ONLY), then runs it with Wine set up and a
+	// server running; alone, this package does everything itself.
+	if os.Getenv("YUZU_WINE_BUILD_ONLY") == "1" {
+		if err := buildAll(); err != nil {
+			return 1, fmt.Errorf("building the Windows binaries failed: %w", err)
+		}
+		return 0, nil
+	}
 	if os.Getenv("YUZU_WINE_SERVER") != "running" {
 		if reason := setUpWine(); reason != "" {
 			env.skip = reason
