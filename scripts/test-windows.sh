@@ -75,6 +75,11 @@ else
 	# A server an interrupted run left for this prefix (it is the leg's own) goes
 	# first: `wineserver -p` refuses to start beside it.
 	timeout 30 env "${wine_env[@]}" "$WINESERVER" -k >/dev/null 2>&1 || true
+	# What earlier runs left in the prefix's Temp (go-plugin's plugin-dir*, private
+	# copies of an interrupted run) goes before any test runs: Windows code under Wine
+	# cannot remove a directory tree there, and nothing of this run is in it yet.
+	find "$WINE_DIR/prefix/drive_c/users" -mindepth 2 -maxdepth 2 -name Temp -type d \
+		-exec find {} -mindepth 1 -maxdepth 1 -exec rm -rf {} + \; 2>/dev/null || true
 	server=1
 	if ! bounded "start the wine server" 60 env "${wine_env[@]}" "$WINESERVER" -p </dev/null >/dev/null 2>&1; then
 		record "FAIL windows set-up: the wine server did not start"

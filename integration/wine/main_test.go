@@ -120,17 +120,36 @@ func setUp(m *testing.M) (int, error) {
 	return m.Run(), nil
 }
 
-// removePrivateCopies removes, from the Linux side, what the agents of the run left in
-// the prefix's Temp: their private plugin copies, whose os.RemoveAll fails under Wine
-// 8.0 (docs/windows.md; at 14 MB each a run would leave a gigabyte), and go-plugin's
-// empty plugin-dir* directories.
+// removePrivateCopies removes, from the Linux side, the private plugin copies the
+// agents of the run left in the prefix's Temp, whose os.RemoveAll fails under Wine 8.0
+// (docs/windows.md; at 14 MB each a run would leave a gigabyte). Only copies of this
+// package's binaries are touched: the Windows unit tests run at the same time in the
+// same prefix, and their supervisor tests make private copies of their own.
 func removePrivateCopies() {
-	for _, pattern := range []string{"yuzu-plugin-*", "plugin-dir*"} {
-		left, _ := filepath.Glob(filepath.Join(env.wineDir, "prefix", "drive_c", "users", "*", "Temp", pattern))
-		for _, dir := range left {
-			_ = os.RemoveAll(dir)
+	for _, dir := range privateCopies("") {
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// privateCopies lists the private copy directories in the prefix's Temp that hold one
+// of this package's binaries (name, or any of them for "").
+func privateCopies(name string) []string {
+	var out []string
+	dirs, _ := filepath.Glob(filepath.Join(env.wineDir, "prefix", "drive_c", "users", "*", "Temp", "yuzu-plugin-*"))
+	for _, dir := range dirs {
+		for n := range builds {
+			if (name == "" || n == name) && fileExists(filepath.Join(dir, n)) {
+				out = append(out, dir)
+				break
+			}
 		}
 	}
+	return out
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // setUpWine runs the Wine set-up and starts one wine server for the run, its services

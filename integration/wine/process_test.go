@@ -167,32 +167,33 @@ func TestWindowsPluginsAdd(t *testing.T) {
 	}
 }
 
-// TestWindowsPrivateCopies: each plugin start ran from a private copy in the
-// system's temporary directory. Wine 8.0's os.RemoveAll cannot remove a directory
-// with files in it (FileDispositionInformationEx is not implemented), so the agent's
-// removal of the copy after the child exits fails there; on Windows it succeeds.
+// TestWindowsPrivateCopies: a plugin start runs from a private copy in the system's
+// temporary directory. Wine 8.0's os.RemoveAll cannot remove a directory with files in
+// it (FileDispositionInformationEx is not implemented), so the agent's removal of the
+// copy after the child exits fails there and the copy stays, which is what lets this
+// test see it; on Windows the removal succeeds.
 func TestWindowsPrivateCopies(t *testing.T) {
 	needWine(t)
 	w := newWorld(t, tagsExe)
-	temp := filepath.Join(env.wineDir, "prefix", "drive_c", "users", "root", "Temp")
-	before, _ := filepath.Glob(filepath.Join(temp, "yuzu-plugin-*"))
+	before := privateCopies(tagsExe)
 	w.expect("count|0\n"+undeclared, 0, "tags", "count")
-	after, _ := filepath.Glob(filepath.Join(temp, "yuzu-plugin-*"))
 	var fresh []string
-	for _, a := range after {
+	for _, a := range privateCopies(tagsExe) {
 		if !contains(before, a) {
 			fresh = append(fresh, a)
 		}
 	}
 	for _, f := range fresh {
-		if _, err := os.Stat(filepath.Join(f, tagsExe)); err == nil {
-			t.Logf("Wine difference (os.RemoveAll): private copy %s left behind after the child exited", f)
+		sum, err := fileSHA256(filepath.Join(f, tagsExe))
+		if err != nil || sum != env.sums[tagsExe] {
+			t.Errorf("private copy %s: sha256 %s, %v; want the plugin's %s", f, sum, err, env.sums[tagsExe])
 		}
 		_ = os.RemoveAll(f) // from the Linux side, which can
 	}
-	if len(fresh) > 1 {
-		t.Errorf("one start made %d private copies: %v", len(fresh), fresh)
+	if len(fresh) != 1 {
+		t.Errorf("one start under Wine left %d private copies of %s, want 1: %v", len(fresh), tagsExe, fresh)
 	}
+	t.Log("Wine difference (os.RemoveAll): the private copy stays behind after the child exited; on Windows the agent removes it")
 }
 
 func contains(list []string, s string) bool {
