@@ -21,7 +21,7 @@ FUZZTIME ?= 10s
 RUNS ?= 30
 export FUZZTIME RUNS
 
-.PHONY: all build test test-stress demo bench fuzz proto lint cross tools deps clean help
+.PHONY: all build test test-windows test-stress demo bench fuzz proto lint cross tools deps clean help
 
 all: build
 
@@ -32,6 +32,10 @@ build:
 ## test: deps, tools, lint, cross, build, proto staleness, go test (-race for sdk and agent)
 test:
 	scripts/test.sh
+
+## test-windows: the Windows code and binaries run under Wine (installs Wine; see scripts/test-windows.sh)
+test-windows:
+	scripts/test-windows.sh
 
 ## test-stress: the fleet, supervisor and dispatch tests under 5 busy loops per core, 10 runs (STRESS_RUNS, STRESS_HOGS, STRESS_RUN)
 test-stress:

@@ -27,6 +27,12 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if _, err := exec.LookPath("go"); err != nil {
+		// Only the Linux tests run the plugin as a child; the Windows leg's test
+		// binary, under Wine, has no go command to build it with.
+		fmt.Fprintln(os.Stderr, "plugin-firewall tests: the plugin binary is not built, no go command on PATH:", err)
+		return m.Run()
+	}
 	pluginBin = filepath.Join(dir, "yuzu-plugin-firewall")
 	if out, err := exec.Command("go", "build", "-o", pluginBin, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)

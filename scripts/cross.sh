@@ -12,9 +12,11 @@
 # that affordable on two cores:
 #   - one go invocation covers all modules (`go vet ./sdk/... ./agent/...` from the
 #     workspace root), so the workspace is loaded once and go schedules across cores;
-#   - platforms other than the host compile without optimisation (-N -l): nothing runs
-#     those binaries, and it saves a fifth of the compile time; the host platform
-#     keeps the default flags so it shares the build cache with `make build` and lint.
+#   - platforms whose binaries nothing runs compile without optimisation (-N -l),
+#     which saves a fifth of the compile time; the host platform keeps the default
+#     flags so it shares the build cache with `make build` and lint, and so does
+#     windows/amd64, whose binaries and tests the Windows leg runs under Wine
+#     (scripts/test-windows.sh): what is compiled here is compiled once for both.
 # Platforms run one after the other: two go commands compiling into the same build
 # cache at once were seen to fail with "could not import os/exec (open : no such file
 # or directory)", and running them side by side saved no CPU time.
@@ -43,7 +45,7 @@ check() {
 	local platform=$1 start=$SECONDS ok=1 flags=()
 	local GOOS=${platform%/*} GOARCH=${platform#*/}
 	export GOOS GOARCH
-	[[ $platform == "$host" ]] || flags=(-gcflags=all=-N\ -l)
+	[[ $platform == "$host" || $platform == windows/amd64 ]] || flags=(-gcflags=all=-N\ -l)
 
 	# -e: a package with errors is still listed, so vet below reports them.
 	local listing

@@ -8,22 +8,35 @@
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
+# Usage: scripts/deps.sh [windows]
+# Without an argument: what `make test`'s Linux steps use. `windows`: what the Windows
+# leg (scripts/test-windows.sh) uses instead, Wine above all.
+
 # command  Debian package  why
-needs=(
-	"gcc        gcc        go test -race needs cgo, and cgo needs a C compiler"
-	"git        git        the breaking-change check reads the previous commit"
-	"unshare    util-linux tests make paths unusable inside a private mount namespace"
-	"pgrep      procps     tests check that no plugin process outlives the agent"
-	"sha256sum  coreutils  make build writes bin/plugins/plugins.sha256"
-	"tar        tar        the breaking-change check unpacks the previous commit's proto/"
-	"ip                   iproute2    firewall tests give every real backend its own network namespace (ip netns)"
-	"nft                  nftables    firewall tests load nftables rulesets into those namespaces"
-	"xtables-legacy-multi iptables    firewall tests reach the iptables and ufw rungs through iptables-legacy inside a namespace"
-	"ufw                  ufw         firewall tests run a real ufw, enabled and disabled, inside a namespace"
-	"firewalld            firewalld   firewall tests run a real firewalld inside a namespace, on a private bus"
-	"dbus-daemon          dbus-daemon firewall tests start a private D-Bus bus (never the system one)"
-	"setpriv              util-linux  firewall tests run the plugin as nobody"
-)
+if [[ ${1:-} == windows ]]; then
+	needs=(
+		"/usr/lib/wine/wine64 wine64       the Windows leg runs GOOS=windows binaries under Wine's 64-bit loader"
+		"wineserver           wine         the Windows leg sets up its Wine prefix and keeps one wine server for its run"
+		"osslsigncode         osslsigncode the Windows leg signs a fixture exe to check get_signature"
+		"openssl              openssl      the Windows leg makes the fixture's throwaway code-signing certificate"
+	)
+else
+	needs=(
+		"gcc        gcc        go test -race needs cgo, and cgo needs a C compiler"
+		"git        git        the breaking-change check reads the previous commit"
+		"unshare    util-linux tests make paths unusable inside a private mount namespace"
+		"pgrep      procps     tests check that no plugin process outlives the agent"
+		"sha256sum  coreutils  make build writes bin/plugins/plugins.sha256"
+		"tar        tar        the breaking-change check unpacks the previous commit's proto/"
+		"ip                   iproute2    firewall tests give every real backend its own network namespace (ip netns)"
+		"nft                  nftables    firewall tests load nftables rulesets into those namespaces"
+		"xtables-legacy-multi iptables    firewall tests reach the iptables and ufw rungs through iptables-legacy inside a namespace"
+		"ufw                  ufw         firewall tests run a real ufw, enabled and disabled, inside a namespace"
+		"firewalld            firewalld   firewall tests run a real firewalld inside a namespace, on a private bus"
+		"dbus-daemon          dbus-daemon firewall tests start a private D-Bus bus (never the system one)"
+		"setpriv              util-linux  firewall tests run the plugin as nobody"
+	)
+fi
 
 # Several of the commands live in /usr/sbin, which a non-login root shell may not have
 # on its PATH; look there too rather than installing what is already present.
@@ -39,7 +52,9 @@ for line in "${needs[@]}"; do
 	missing_pkgs+=("$pkg")
 done
 # cgo also needs the C library headers, which gcc only recommends.
-if command -v gcc >/dev/null 2>&1 && [[ ! -e /usr/include/stdlib.h ]]; then
+if [[ ${1:-} == windows ]]; then
+	: # no cgo in the Windows leg
+elif command -v gcc >/dev/null 2>&1 && [[ ! -e /usr/include/stdlib.h ]]; then
 	say "deps: C headers are missing (cgo for go test -race needs them): will install libc6-dev"
 	missing_pkgs+=(libc6-dev)
 elif [[ " ${missing_pkgs[*]:-} " == *" gcc "* ]]; then

@@ -2,6 +2,7 @@
 # Runs one module's tests through tools/testreport.
 #
 # Usage: scripts/gotest.sh MODULE SUMMARY_FILE [go test flags...]
+# PKGS (optional): the module's packages to test, relative to it; default ./...
 #
 # The report lists every failing test with its output and every skipped test with its
 # reason, and appends one line with exact counts to SUMMARY_FILE. A module that is
@@ -25,14 +26,15 @@ fi
 
 label="go test $*"
 label="$mod: ${label% }${NOTE:+ ($NOTE)}"
-say "test $mod: go test $* ./..."
+say "test $mod: go test $* ${PKGS:-./...}"
 one=$(mktemp)
 trap 'rm -f "$one"' EXIT
 start=$SECONDS
 # go test's own status matters too: it fails on things the event stream may not show
 # (a bad flag, a module that does not load).
 set +e
-(cd "$mod" && go test -json "$@" ./... 2>&1) | "$TOOLS_BIN/testreport" -label "$label" -summary "$one"
+read -ra pkgs <<<"${PKGS:-./...}"
+(cd "$mod" && go test -json "$@" "${pkgs[@]}" 2>&1) | "$TOOLS_BIN/testreport" -label "$label" -summary "$one"
 status=("${PIPESTATUS[@]}")
 set -e
 if [[ -s $one ]]; then

@@ -8,6 +8,7 @@
 #   build   bin/yuzu-agent, bin/plugins/*, bin/plugins/plugins.sha256
 #   proto   go test in proto/: the generated code matches the .proto files
 #   go test every module: -race for sdk and agent; integration last, never cached
+#   test-windows  the Windows leg under Wine (scripts/test-windows.sh), before integration
 #
 # Every step runs even after an earlier one failed, so one run shows every problem.
 # The summary at the end has one line per step (with test counts); the exit status is 1
@@ -64,8 +65,15 @@ for mod in $(modules | grep -vx integration); do
 done
 # tools/ (the test report and tool installer) is outside go.work on purpose.
 GOWORK=off gotest tools
+# The Windows leg: every module's Windows code run under Wine, and the Windows
+# binaries end to end (integration/wine, which runs here and not with integration).
+printf '\n==== test-windows\n'
+rc=0
+scripts/test-windows.sh "$summary" || rc=$?
+((rc == 0)) || failed+=(test-windows)
 if modules | grep -qx integration; then
-	gotest integration -count=1 -timeout 10m
+	PKGS=$(cd integration && go list ./... | grep -v '/integration/wine$' | sed 's|^github.com/yuzugo/yuzu/integration|.|' | tr '\n' ' ') \
+		gotest integration -count=1 -timeout 10m
 else
 	echo "FAIL integration: the module is missing from go.work" >>"$summary"
 	failed+=(integration)

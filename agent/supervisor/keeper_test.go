@@ -440,6 +440,11 @@ func (l *slowFirstLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config
 func TestKeeperCancellation(t *testing.T) {
 	l := &fakeLauncher{}
 	s := newTestSupervisor(t, l, Options{Grace: 40 * time.Millisecond})
+	// The child starts first: a command's context bounds its plugin's start too, and
+	// under Wine on a loaded machine the start alone could take 20 ms.
+	if _, _, err := run(s, "ok", "", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	_, err := s.Execute(ctx, Request{Plugin: "fake", Action: "hang"}, func([]string) error { return nil })

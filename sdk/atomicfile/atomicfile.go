@@ -9,6 +9,10 @@
 // the target a new inode, so a symlink or hard link at the target is replaced by a
 // regular file. The temp file is removed on any failure after it was created.
 //
+// On Windows the rename fails while another process has either file open without
+// FILE_SHARE_DELETE, as virus scanners, backup agents and indexers do for a moment;
+// it is retried for up to two seconds (docs/windows.md).
+//
 // Modes: Write keeps the permission bits of an existing regular target and gives a new
 // file 0666 minus the umask; WriteMode gives the file exactly the mode asked for. In
 // both cases the temp file is created with the final mode (or a narrower one, when the
@@ -120,7 +124,7 @@ func write(path string, data []byte, perm fs.FileMode, exact bool) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("atomic write %s: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := rename(tmp, path); err != nil {
 		return fmt.Errorf("atomic write %s: %w", path, err)
 	}
 	committed = true

@@ -61,3 +61,5 @@ func removeEntry(path string) error {
 	}
 	return nil
 }
+
+func rename(from, to string) error { return os.Rename(from, to) }

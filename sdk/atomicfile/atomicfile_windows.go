@@ -1,8 +1,10 @@
 package atomicfile
 
 import (
+	"errors"
 	"io/fs"
 	"os"
+	"time"
 
 	"golang.org/x/sys/windows"
 )
@@ -31,4 +33,40 @@ func removeEntry(path string) error {
 		return &fs.PathError{Op: "remove", Path: path, Err: err}
 	}
 	return nil
+}
+
+// renameRetryFor bounds how long rename keeps trying while the files are held.
+var renameRetryFor = 2 * time.Second
+
+// testHookRenameRetry, when set by a test, is called with the error of each attempt
+// that is retried, before the wait.
+var testHookRenameRetry func(err error)
+
+// rename moves from over to with MoveFileEx(MOVEFILE_REPLACE_EXISTING), as os.Rename
+// does. Replacing a file needs delete access to it, so while any other handle has the
+// target (or the temp file) open without FILE_SHARE_DELETE the move fails with
+// ERROR_SHARING_VIOLATION, or ERROR_ACCESS_DENIED when the holder has it mapped or
+// its delete is pending. Virus scanners, backup agents and search indexers open new
+// and changed files that way for a moment, and so does any reader using os.Open, so
+// the move is retried, waiting 1 ms, then twice as long each time up to 100 ms, for
+// renameRetryFor in all. Any other error, or the same one past the bound, is returned.
+func rename(from, to string) error {
+	deadline := time.Now().Add(renameRetryFor)
+	wait := time.Millisecond
+	for {
+		err := os.Rename(from, to)
+		if err == nil || !heldOpen(err) || time.Now().After(deadline) {
+			return err
+		}
+		if testHookRenameRetry != nil {
+			testHookRenameRetry(err)
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 100*time.Millisecond)
+	}
+}
+
+// heldOpen tells whether a failed move may succeed once another handle is closed.
+func heldOpen(err error) bool {
+	return errors.Is(err, windows.ERROR_SHARING_VIOLATION) || errors.Is(err, windows.ERROR_ACCESS_DENIED)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +153,10 @@ func TestDefaultDataDir(t *testing.T) {
 		{"windows", nil, "yuzu_data"},
 	}
 	for _, c := range cases {
+		if c.goos != "windows" {
+			// Joined with the separator of the system the test runs on.
+			c.want = filepath.FromSlash(c.want)
+		}
 		if got := defaultDataDir(c.goos, env(c.env)); got != c.want {
 			t.Errorf("defaultDataDir(%s, %v) = %q, want %q", c.goos, c.env, got, c.want)
 		}

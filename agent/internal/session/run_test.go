@@ -134,8 +134,11 @@ func TestSessionRunAndStop(t *testing.T) {
 			t.Fatal("the agent did not subscribe")
 		}
 	}
+	// A generous bound for each answer: under Wine (the Windows leg) on a loaded
+	// machine, one answer among the 200 was seen to take 17 s after the one before,
+	// every journal write being several wine server round trips.
 	wait := func(id string, n int) []*agentv1.CommandResponse {
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(60 * time.Second)
 		for time.Now().Before(deadline) {
 			if got := ts.terminal(id); len(got) >= n {
 				return got
@@ -244,11 +247,12 @@ func TestSessionAnswersAStuckCommand(t *testing.T) {
 	if len(got) != 3 || strings.Join(got[:2], "\n") != strings.Join(want, "\n") {
 		t.Fatalf("rows %q, want %q and the timing", got, want)
 	}
-	// The timing says how long the command was with its plugin before the answer: the
-	// deadline counts from receipt, the timing from the start, which a loaded machine
-	// may delay, so it is some time no longer than the whole wait.
+	// The timing says how long the command was with its plugin before the answer: from
+	// when it reached the plugin (after its start record is on disk, which under Wine
+	// took 18 ms of the 100 ms deadline) to the answer, so at least the grace and no
+	// more than the test saw pass.
 	ms, err := strconv.Atoi(strings.TrimPrefix(got[2], timingPrefix))
-	if err != nil || ms <= 0 || time.Duration(ms)*time.Millisecond > answered {
-		t.Errorf("timing %q, want the time with the plugin, more than 0 and at most the %v wait", got[2], answered)
+	if err != nil || ms < 200 || time.Duration(ms)*time.Millisecond > answered {
+		t.Errorf("timing %q, want from the 200 ms grace to the %d ms the answer took", got[2], answered.Milliseconds())
 	}
 }

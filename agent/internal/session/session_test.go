@@ -101,6 +101,10 @@ func TestReadTagsFiles(t *testing.T) {
 	if err := os.Symlink(other, path); err != nil {
 		t.Skip("no symbolic links here:", err)
 	}
+	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		// Wine 8.0's CreateSymbolicLink reports success and makes nothing.
+		t.Skip("os.Symlink reported success but made no link (Wine 8.0 does that):", err)
+	}
 	if tags, err := ReadTags(dir); err == nil {
 		t.Errorf("a symlinked tags.json was followed: %v", tags)
 	}

@@ -13,6 +13,9 @@ import (
 )
 
 func main() {
+	if serveChild() {
+		return
+	}
 	sdk.Serve(newPlugin())
 }
 
@@ -26,6 +29,7 @@ func newPlugin() *sdk.Plugin {
 		sdk.Describe("Starts sleeping descendants three ways, writes their pids to pidfile, then waits for cancellation or, with crash=true, exits with status 3"),
 		sdk.Param("pidfile", sdk.TypeString, "Where to write `<role> <pid> <pgid> <sid>` lines", sdk.Required()),
 		sdk.Param("crash", sdk.TypeBool, "Exit the process instead of waiting", sdk.Default("false")),
+		sdk.Param("tag", sdk.TypeString, "Windows: an argument the descendants carry on their command lines"),
 		sdk.Row("pid", "role", "pid:int32", "pgid:int32", "sid:int32"),
 		leg)
 	return p

@@ -140,3 +140,7 @@ func comm(pid int) string {
 func allSleep(pids []int) bool {
 	return !slices.ContainsFunc(pids, func(p int) bool { return comm(p) != "sleep" })
 }
+
+// serveChild is Windows-only (spawn_windows.go): here no copy of this binary is
+// started as a descendant.
+func serveChild() bool { return false }

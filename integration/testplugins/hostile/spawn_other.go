@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !windows
 
 package main
 
@@ -14,3 +14,7 @@ import (
 func spawn(context.Context, *sdk.Request, *sdk.Output) (sdk.Result, error) {
 	return sdk.Result{}, errors.New("spawn is only implemented on Linux")
 }
+
+// serveChild is Windows-only (spawn_windows.go): here no copy of this binary is
+// started as a descendant.
+func serveChild() bool { return false }

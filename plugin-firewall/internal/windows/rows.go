@@ -55,8 +55,13 @@ type StateReading struct {
 }
 
 // StateRows builds the state rows. A profile whose switch reads S_OK is enabled or
-// disabled; S_FALSE (answered, but with nothing) is unknown; anything else is shown as
-// the error code. The rule count is the policy's true total.
+// disabled; anything else is unknown, and a code other than S_FALSE (answered, but
+// with nothing) is named in an error row right after it, so a roll-up of the state
+// column counts every unread switch as unknown, never as off. The rule count is the
+// policy's true total, but only from a policy that answered at least one switch: one
+// that could tell no profile's state (Wine's stubbed policy answers E_NOTIMPL there
+// and then a count of 0 with S_OK) is no clean read of an empty ruleset, so the count
+// reads unknown (docs/firewall.md).
 func StateRows(r StateReading) []row.Row {
 	if r.ComInitFailed {
 		return []row.Row{row.New("error", "com_init")}
@@ -65,26 +70,28 @@ func StateRows(r StateReading) []row.Row {
 		return []row.Row{row.New("error", "policy2_create:"+hresult(r.CreateHR))}
 	}
 	var out []row.Row
+	answered := false
 	for _, p := range r.Profiles {
-		var v string
-		switch p.HR {
-		case sOK:
+		v := parse.Unknown.String()
+		if p.HR == sOK {
+			answered = true
 			v = parse.Disabled.String()
 			if p.Enabled {
 				v = parse.Enabled.String()
 			}
-		case sFalse:
-			v = parse.Unknown.String()
-		default:
-			v = "error:" + hresult(p.HR)
 		}
 		out = append(out, row.New("profile", p.Name, v))
+		if p.HR != sOK && p.HR != sFalse {
+			out = append(out, row.New("error", "firewall_enabled:"+p.Name+":"+hresult(p.HR)))
+		}
 	}
 	switch {
 	case r.RulesHR != sOK:
 		return append(out, row.New("error", "rules_count:"+hresult(r.RulesHR)))
 	case r.CountHR != sOK:
 		return append(out, row.New("error", "rules_count:"+hresult(r.CountHR)))
+	case !answered:
+		return append(out, row.New("ruleset", parse.Unknown.String()))
 	}
 	return append(out, row.New("ruleset", strconv.FormatInt(int64(r.Count), 10)))
 }

@@ -31,12 +31,22 @@ func TestStateRows(t *testing.T) {
 
 	rowsEqual(t, "mixed", StateRows(StateReading{
 		Profiles: threeProfiles([3]uint32{0, 1, 0x80070005}, [3]bool{false, true, true}), Count: 3,
-	}), "profile|Domain|disabled", "profile|Private|unknown", "profile|Public|error:0x80070005", "ruleset|3")
+	}), "profile|Domain|disabled", "profile|Private|unknown", "profile|Public|unknown",
+		"error|firewall_enabled:Public:0x80070005", "ruleset|3")
 
-	// A success code other than S_OK and S_FALSE is not a verdict either.
+	// A success code other than S_OK and S_FALSE is not a verdict either, and a policy
+	// that answered no switch gives no rule count (as the real one under Wine 8.0).
 	rowsEqual(t, "other success code", StateRows(StateReading{
 		Profiles: []Profile{{Name: "Domain", HR: 2, Enabled: true}},
-	}), "profile|Domain|error:0x00000002", "ruleset|0")
+	}), "profile|Domain|unknown", "error|firewall_enabled:Domain:0x00000002", "ruleset|unknown")
+	rowsEqual(t, "wine: every switch E_NOTIMPL, count 0", StateRows(StateReading{
+		Profiles: threeProfiles([3]uint32{0x80004001, 0x80004001, 0x80004001}, [3]bool{true, true, true}),
+	}), "profile|Domain|unknown", "error|firewall_enabled:Domain:0x80004001",
+		"profile|Private|unknown", "error|firewall_enabled:Private:0x80004001",
+		"profile|Public|unknown", "error|firewall_enabled:Public:0x80004001", "ruleset|unknown")
+	rowsEqual(t, "only S_FALSE answers", StateRows(StateReading{
+		Profiles: threeProfiles([3]uint32{1, 1, 1}, [3]bool{}), Count: 4,
+	}), "profile|Domain|unknown", "profile|Private|unknown", "profile|Public|unknown", "ruleset|unknown")
 
 	rowsEqual(t, "com init", StateRows(StateReading{ComInitFailed: true, Count: 5}), "error|com_init")
 	rowsEqual(t, "create", StateRows(StateReading{CreateHR: 0x80040154}), "error|policy2_create:0x80040154")
