@@ -247,12 +247,12 @@ func TestSessionAnswersAStuckCommand(t *testing.T) {
 	if len(got) != 3 || strings.Join(got[:2], "\n") != strings.Join(want, "\n") {
 		t.Fatalf("rows %q, want %q and the timing", got, want)
 	}
-	// The timing says how long the command was with its plugin before the answer: from
-	// when it reached the plugin (after its start record is on disk, which under Wine
-	// took 18 ms of the 100 ms deadline) to the answer, so at least the grace and no
-	// more than the test saw pass.
+	// The timing says how long the command was with its plugin: from when it reached
+	// the plugin (after its start record is on disk, which a loaded machine or Wine may
+	// take most of the 100 ms deadline to write) to the answer. So it is some time, no
+	// more than the test saw pass; a floor would guess the machine's speed.
 	ms, err := strconv.Atoi(strings.TrimPrefix(got[2], timingPrefix))
-	if err != nil || ms < 200 || time.Duration(ms)*time.Millisecond > answered {
-		t.Errorf("timing %q, want from the 200 ms grace to the %d ms the answer took", got[2], answered.Milliseconds())
+	if err != nil || ms <= 0 || time.Duration(ms)*time.Millisecond > answered {
+		t.Errorf("timing %q, want more than 0 and at most the %d ms the answer took", got[2], answered.Milliseconds())
 	}
 }
