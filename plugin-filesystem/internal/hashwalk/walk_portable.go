@@ -143,7 +143,7 @@ func (e *engine) walk(root string) {
 				r.Close()
 				continue
 			}
-			if !e.enqueue(job{r: r, path: p}) {
+			if !e.enqueue(&job{r: r, size: size, dir: p}) {
 				return
 			}
 		default:
