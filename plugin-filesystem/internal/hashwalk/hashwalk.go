@@ -423,12 +423,6 @@ func (e *engine) hashJob(j *job, hs *hasher) {
 	j.r.Close()
 }
 
-// chunkSize is the unit in which bytes are admitted to the hasher and every
-// bound is checked: large enough that the checks cost nothing next to
-// hashing, small enough that every bound is checked often. It is also the
-// read size of the portable walk.
-const chunkSize = 64 << 10
-
 // consume admits up to n freshly read bytes against the byte budget and
 // returns how many fit.
 func (e *engine) consume(n int64) int64 {
@@ -575,14 +569,6 @@ func (e *engine) result() Result {
 	return r
 }
 
-// classifyMount answers the mount guard for an entry of an already judged
-// directory: only an entry that is itself a mount point can change
-// filesystem.
-func (e *engine) classifyMount(p string) mounts.Class {
-	c, _ := e.table.At(p)
-	return c
-}
-
 // walkRoot walks root unless the mount table already says it is on a network or
 // pseudo filesystem, which the walk never enters (the per-OS walk checks every mount
 // it crosses below the root).
@@ -597,7 +583,9 @@ func (e *engine) walkRoot(root string) {
 	}
 }
 
-// classifyMountBytes is classifyMount for a path in a scratch buffer.
+// classifyMountBytes answers the mount guard for an entry of an already judged
+// directory, its path in a scratch buffer: only an entry that is itself a
+// mount point can change filesystem.
 func (e *engine) classifyMountBytes(p []byte) mounts.Class {
 	c, _ := e.table.AtBytes(p)
 	return c

@@ -151,3 +151,11 @@ func (e *engine) walk(root string) {
 		}
 	}
 }
+
+// classifyMount answers the mount guard for an entry of an already judged
+// directory: only an entry that is itself a mount point can change
+// filesystem.
+func (e *engine) classifyMount(p string) mounts.Class {
+	c, _ := e.table.At(p)
+	return c
+}
