@@ -243,23 +243,20 @@ type engine struct {
 	walkerJob job
 }
 
-// job is one opened regular file waiting for a hasher. Its size and times
-// were judged on the open descriptor. The portable walk hands over a reader
-// (r); the Linux walk hands over the raw descriptor (fd, r nil), which its
-// hasher maps or reads directly (hashfd_linux.go). A job names its file
+// job is one opened regular file waiting for a hasher. Its size was judged
+// on the open descriptor. The portable walk hands over a reader (r); the
+// Linux walk hands over the raw descriptor (fd, r nil), which its hasher
+// reads directly (hashfd_linux.go). A job names its file
 // without allocating: the directory's path, shared by its entries, and a
 // copy of the entry's name; a name too long for the array is kept in dir
 // whole.
 type job struct {
-	r    io.ReadCloser
-	fd   int
-	size int64
-	// mtime and ctime (nanoseconds) as judged, to tell a file that changed
-	// while it was hashed.
-	mtime, ctime int64
-	dir          string
-	nameLen      int
-	name         [nameMax]byte
+	r       io.ReadCloser
+	fd      int
+	size    int64
+	dir     string
+	nameLen int
+	name    [nameMax]byte
 }
 
 // nameMax is the longest entry name a job holds inline (Linux's NAME_MAX).

@@ -240,7 +240,7 @@ func (e *engine) openFile(parent int, dir string, name []byte, noatime int) bool
 		return true
 	}
 	j := &e.walkerJob
-	j.fd, j.size, j.mtime, j.ctime = fd, st.Size, st.Mtim.Nano(), st.Ctim.Nano()
+	j.fd, j.size = fd, st.Size
 	j.setPath(dir, name)
 	return e.enqueue(j)
 }
