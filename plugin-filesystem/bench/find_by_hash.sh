@@ -7,7 +7,8 @@
 #           `openssl speed -elapsed -multi <cores> -evp sha256` (16 KiB blocks), each
 #           run of ours right after one of openssl so load hits both: goal >= 85 %.
 #           Beside it the CPU-time form (ours per CPU-second against one openssl
-#           process per CPU-second), which a busy machine disturbs far less, and
+#           process per CPU-second, also measured before each run), which a busy
+#           machine disturbs far less, and
 #           find | xargs -0 sha256sum for reference.
 #   cold    the same tree after dropping the page cache (root only: sync, then
 #           echo 3 > /proc/sys/vm/drop_caches), ours against
@@ -146,16 +147,15 @@ echo "tree: $tree, $files files, $((bytes / 1000000)) MB; $cores cores; load at 
 
 # --- warm -----------------------------------------------------------------------------
 warm_up "$tree"
-single="$(sha_limit)"
-echo "openssl, one process: $((single / 1000000)) MB per CPU-second"
 : >"$work/warm"
 for i in $(seq "$runs"); do
 	for c in "${contenders[@]}"; do
 		limit="$(sha_limit -elapsed -multi "$cores")"
+		single="$(sha_limit)"
 		read -r wall user sys rss < <(walk "$c" "$tree" "$work/rows") || continue
 		awk -v c="$c" -v b="$bytes" -v w="$wall" -v u="$user" -v s="$sys" -v l="$limit" -v one="$single" -v rss="$rss" -v ld="$(load)" -v i="$i" 'BEGIN {
-			printf "warm run %d %s: %.3f s wall, %.2f user + %.2f sys, %.0f MB/s; limit %.0f MB/s: %.1f %% of it; per CPU-second %.1f %% of openssl; peak RSS %.1f MiB; load %s\n",
-				i, c, w, u, s, b / w / 1e6, l / 1e6, b / w / l * 100, b / (u + s) / one * 100, rss / 1024, ld
+			printf "warm run %d %s: %.3f s wall, %.2f user + %.2f sys, %.0f MB/s; limit %.0f MB/s: %.1f %% of it; per CPU-second %.1f %% of openssl (%.0f MB/s); peak RSS %.1f MiB; load %s\n",
+				i, c, w, u, s, b / w / 1e6, l / 1e6, b / w / l * 100, b / (u + s) / one * 100, one / 1e6, rss / 1024, ld
 			printf "%s %f %f %f\n", c, b / w / l * 100, b / (u + s) / one * 100, s / (u + s) * 100 > "/dev/stderr"
 		}' 2>>"$work/warm"
 	done
