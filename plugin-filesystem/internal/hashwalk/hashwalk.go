@@ -238,13 +238,49 @@ type engine struct {
 
 	mu      sync.Mutex
 	matches []Match
+
+	// walkerHasher is the walker goroutine's own state for the small
+	// files it hashes itself (enqueue).
+	walkerHasher hasher
+	// walkerJob is filled by the Linux walker for each file it queues
+	// (the queue takes a copy), so a file costs no allocation.
+	walkerJob job
 }
 
 // job is one opened regular file waiting for a hasher. Its size was judged
-// on the open descriptor; the hasher reads the content to EOF.
+// on the open descriptor. The portable walk hands over a reader (r); the
+// Linux walk hands over the raw descriptor (fd, r nil), which its hasher
+// reads directly (hashfd_linux.go). A job names its file
+// without allocating: the directory's path, shared by its entries, and a
+// copy of the entry's name; a name too long for the array is kept in dir
+// whole.
 type job struct {
-	r    io.ReadCloser
-	path string
+	r       io.ReadCloser
+	fd      int
+	size    int64
+	dir     string
+	nameLen int
+	name    [nameMax]byte
+}
+
+// nameMax is the longest entry name a job holds inline (Linux's NAME_MAX).
+const nameMax = 255
+
+// path is the file's path below the canonical root.
+func (j *job) path() string {
+	if j.nameLen == 0 {
+		return j.dir
+	}
+	return joinPath(j.dir, string(j.name[:j.nameLen]))
+}
+
+// setPath names the job's file: name inside dir.
+func (j *job) setPath(dir string, name []byte) {
+	if len(name) > nameMax {
+		j.dir, j.nameLen = joinPath(dir, string(name)), 0
+		return
+	}
+	j.dir, j.nameLen = dir, copy(j.name[:], name)
 }
 
 func newEngine(req Request) *engine {
@@ -265,6 +301,7 @@ func newEngine(req Request) *engine {
 		jobs:     make(chan job, 4*w),
 		stopCh:   make(chan struct{}),
 	}
+	e.walkerHasher = newHasher()
 	if d, err := hex.DecodeString(req.SHA256); err == nil && len(d) == sha256.Size {
 		e.want = d
 	}
@@ -322,15 +359,50 @@ func (e *engine) admitFile(size int64) bool {
 }
 
 // enqueue hands an opened file to the hashers, or closes it when the walk
-// has stopped meanwhile.
-func (e *engine) enqueue(j job) bool {
+// has stopped meanwhile. When every hasher is busy and the queue is full, a
+// small file is hashed by the walker itself where it was opened: that keeps
+// the walker's core hashing instead of parking it until a hasher frees a
+// slot, and costs no hand-off.
+func (e *engine) enqueue(j *job) bool {
 	select {
-	case e.jobs <- j:
+	case e.jobs <- *j:
+		return true
+	default:
+	}
+	if j.size <= inlineMax {
+		e.hashJob(j, &e.walkerHasher)
+		return !e.stopped()
+	}
+	select {
+	case e.jobs <- *j:
 		return true
 	case <-e.stopCh:
-		j.r.Close()
+		j.close()
 		return false
 	}
+}
+
+// inlineMax is the largest file the walker hashes itself when the hashers
+// are all busy: small enough that the walk is never held up for long.
+const inlineMax = 1 << 20
+
+func (j *job) close() {
+	if j.r != nil {
+		j.r.Close()
+		return
+	}
+	closeFD(j.fd)
+}
+
+// hasher is one goroutine's hashing state, allocated once per walk.
+type hasher struct {
+	buf []byte
+	h   hash.Hash
+	sum []byte
+}
+
+func newHasher() hasher {
+	return hasher{buf: make([]byte, readBufSize), h: sha256.New(), sum: make([]byte, 0, sha256.Size)}
 }
 
 func (e *engine) startWorkers() {
@@ -338,20 +410,23 @@ func (e *engine) startWorkers() {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
-			buf := make([]byte, chunkSize)
-			h := sha256.New()
-			sum := make([]byte, 0, sha256.Size)
+			hs := newHasher()
 			for j := range e.jobs {
-				e.hashFile(j, buf, h, sum)
-				j.r.Close()
+				e.hashJob(&j, &hs)
 			}
 		}()
 	}
 }
 
-// chunkSize is the read size: large enough that system call overhead is
-// small next to hashing, small enough that every bound is checked often.
-const chunkSize = 64 << 10
+// hashJob hashes one file and closes it.
+func (e *engine) hashJob(j *job, hs *hasher) {
+	if j.r == nil {
+		e.hashFD(j, hs)
+		return
+	}
+	e.hashFile(j, hs.buf, hs.h, hs.sum)
+	j.r.Close()
+}
 
 // consume admits up to n freshly read bytes against the byte budget and
 // returns how many fit.
@@ -368,50 +443,97 @@ func (e *engine) consume(n int64) int64 {
 	}
 }
 
-func (e *engine) hashFile(j job, buf []byte, h hash.Hash, sum []byte) {
+// ready says whether the next chunk of a file may be hashed: not when the
+// walk stopped, nor once the match bound is reached (this file would have
+// been examined after the last reported match, so entries remain).
+func (e *engine) ready() bool {
+	if e.stopped() {
+		return false
+	}
+	if e.limitHit.Load() {
+		e.trip(ReasonMaxResults)
+		return false
+	}
+	return true
+}
+
+// feed admits one chunk against the byte budget and hashes it, adding its
+// length to *n. It returns false when the file must be abandoned: the
+// budget ran out (reason byte_cap) or the file grew past the per-file cap.
+func (e *engine) feed(h hash.Hash, chunk []byte, n *int64) bool {
+	take := e.consume(int64(len(chunk)))
+	h.Write(chunk[:take])
+	*n += take
+	if take < int64(len(chunk)) {
+		e.trip(ReasonByteCap)
+		return false
+	}
+	if *n > e.b.MaxFileSize {
+		// It grew past the per-file cap while being read.
+		e.oversize.Add(1)
+		return false
+	}
+	return true
+}
+
+// hashFile hashes a file through its reader (the portable walk's jobs).
+func (e *engine) hashFile(j *job, buf []byte, h hash.Hash, sum []byte) {
+	hashStream(e, j, j.r, buf, h, sum)
+}
+
+// hashStream hashes a file by reading it. It stops at the size judged on the
+// descriptor, with no read to meet end-of-file, unless the digest matches:
+// then one more read makes sure the file did not grow, and a grown file is
+// read on to its end, so a match is never reported for a prefix. A size of
+// zero or below is read to the end: some FUSE and kernel files report no
+// size for content they hold. It is generic so that the Linux hasher's raw
+// descriptor is read without being boxed in an interface.
+func hashStream[R io.Reader](e *engine, j *job, r R, buf []byte, h hash.Hash, sum []byte) {
 	h.Reset()
 	var n int64
+	known := j.size > 0
 	for {
-		if e.stopped() {
-			return
-		}
-		if e.limitHit.Load() {
-			// This file would have been examined after the last reported
-			// match: entries remain.
-			e.trip(ReasonMaxResults)
-			return
-		}
-		k, err := j.r.Read(buf)
-		if k > 0 {
-			take := e.consume(int64(k))
-			h.Write(buf[:take])
-			n += take
-			if take < int64(k) {
-				e.trip(ReasonByteCap)
+		if known && n >= j.size {
+			if !e.isTarget(h, sum) {
 				return
 			}
-			if n > e.b.MaxFileSize {
-				// It grew past the per-file cap while being read.
-				e.oversize.Add(1)
-				return
-			}
+			// Confirm the end before reporting; from here on the size
+			// is whatever the file holds.
+			known = false
 		}
-		if errors.Is(err, io.EOF) {
+		if !e.ready() {
+			return
+		}
+		want := buf
+		if known {
+			want = buf[:min(int64(len(buf)), j.size-n)]
+		}
+		k, err := r.Read(want)
+		if k > 0 && !e.feed(h, want[:k], &n) {
+			return
+		}
+		if errors.Is(err, io.EOF) || (err == nil && k == 0) {
 			break
 		}
 		if err != nil {
 			e.unreadable.Add(1)
 			return
 		}
-		if k == 0 {
-			break
-		}
 	}
-	if e.want == nil || !bytes.Equal(h.Sum(sum[:0]), e.want) {
-		return
+	if e.isTarget(h, sum) {
+		e.addMatch(j.path(), n)
 	}
+}
+
+// isTarget reports whether the digest so far equals the target; h keeps its
+// state.
+func (e *engine) isTarget(h hash.Hash, sum []byte) bool {
+	return e.want != nil && bytes.Equal(h.Sum(sum[:0]), e.want)
+}
+
+func (e *engine) addMatch(path string, size int64) {
 	e.mu.Lock()
-	e.matches = append(e.matches, Match{Path: j.path, Size: n})
+	e.matches = append(e.matches, Match{Path: path, Size: size})
 	found := len(e.matches)
 	e.mu.Unlock()
 	switch {
@@ -452,14 +574,6 @@ func (e *engine) result() Result {
 	return r
 }
 
-// classifyMount answers the mount guard for an entry of an already judged
-// directory: only an entry that is itself a mount point can change
-// filesystem.
-func (e *engine) classifyMount(p string) mounts.Class {
-	c, _ := e.table.At(p)
-	return c
-}
-
 // walkRoot walks root unless the mount table already says it is on a network or
 // pseudo filesystem, which the walk never enters (the per-OS walk checks every mount
 // it crosses below the root).
@@ -472,6 +586,23 @@ func (e *engine) walkRoot(root string) {
 	default:
 		e.walk(root)
 	}
+}
+
+// classifyMountBytes answers the mount guard for an entry of an already judged
+// directory, its path in a scratch buffer: only an entry that is itself a
+// mount point can change filesystem.
+func (e *engine) classifyMountBytes(p []byte) mounts.Class {
+	c, _ := e.table.AtBytes(p)
+	return c
+}
+
+// appendPath appends dir joined with name to b, as joinPath spells it.
+func appendPath(b []byte, dir string, name []byte) []byte {
+	b = append(b, dir...)
+	if len(dir) == 0 || (dir[len(dir)-1] != '/' && dir[len(dir)-1] != filepath.Separator) {
+		b = append(b, filepath.Separator)
+	}
+	return append(b, name...)
 }
 
 // joinPath appends one name to a directory path without cleaning, since

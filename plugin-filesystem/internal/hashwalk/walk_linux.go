@@ -3,6 +3,7 @@ package hashwalk
 import (
 	"errors"
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -80,6 +81,7 @@ func (e *engine) walk(root string) {
 		}
 		return bufs[depth]
 	}
+	scratch := make([]byte, 0, 512)
 	stack := make([]frame, 0, e.maxDepth)
 	stack = append(stack, frame{d: dirReader{fd: fd, buf: bufAt(0)}, path: root, dev: uint64(st.Dev)})
 	defer func() {
@@ -108,10 +110,11 @@ func (e *engine) walk(root string) {
 		if !e.nextEntry() {
 			return
 		}
-		p := joinPath(top.path, string(rawName))
-		name := p[len(p)-len(rawName):]
+		// The entry's path is built in a scratch buffer for the mount
+		// check; only a directory's is kept, as its frame's path.
+		scratch = appendPath(scratch[:0], top.path, rawName)
 		depth := top.depth + 1
-		mc := e.classifyMount(p)
+		mc := e.classifyMountBytes(scratch)
 		if mc == mounts.Network {
 			e.network.Add(1)
 			continue
@@ -119,7 +122,7 @@ func (e *engine) walk(root string) {
 		if typ == unix.DT_UNKNOWN {
 			// Some filesystems leave the type out of the listing.
 			var est unix.Stat_t
-			if err := unix.Fstatat(top.d.fd, name, &est, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if err := unix.Fstatat(top.d.fd, string(rawName), &est, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 				e.unreadable.Add(1)
 				continue
 			}
@@ -136,7 +139,8 @@ func (e *engine) walk(root string) {
 				e.unreadable.Add(1)
 				continue
 			}
-			cfd, dev, ok := e.openDir(top.d.fd, name, p, top.dev)
+			p := string(scratch)
+			cfd, dev, ok := e.openDir(top.d.fd, p[len(p)-len(rawName):], p, top.dev)
 			if ok {
 				stack = append(stack, frame{d: dirReader{fd: cfd, buf: bufAt(depth)}, path: p, depth: depth, dev: dev})
 			}
@@ -145,7 +149,7 @@ func (e *engine) walk(root string) {
 				e.unreadable.Add(1)
 				continue
 			}
-			if !e.openFile(top.d.fd, name, p, noatime) {
+			if !e.openFile(top.d.fd, top.path, rawName, noatime) {
 				return
 			}
 		default:
@@ -195,17 +199,22 @@ func (e *engine) openDir(parent int, name, path string, parentDev uint64) (int, 
 
 // openFile opens a regular file without following it and without blocking,
 // judges it on the descriptor and queues it for hashing. It returns false
-// when the walk has stopped.
-func (e *engine) openFile(parent int, name, path string, noatime int) bool {
-	runHook(&beforeOpenFile, path)
+// when the walk has stopped. dir is the path of the directory parent holds.
+func (e *engine) openFile(parent int, dir string, name []byte, noatime int) bool {
+	if h := beforeOpenFile.Load(); h != nil {
+		(*h)(joinPath(dir, string(name)))
+	}
+	// The name is only read during the calls below, while the listing
+	// buffer it points into stays as it is: no copy per file.
+	sname := unsafe.String(unsafe.SliceData(name), len(name))
 	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOCTTY
-	fd, err := pathcheck.OpenBeneath(parent, name, flags|noatime)
+	fd, err := pathcheck.OpenBeneath(parent, sname, flags|noatime)
 	if noatime != 0 && errors.Is(err, unix.EPERM) {
-		fd, err = pathcheck.OpenBeneath(parent, name, flags)
+		fd, err = pathcheck.OpenBeneath(parent, sname, flags)
 	}
 	if err != nil {
 		switch {
-		case pathcheck.IsSymlinkErr(parent, name, err):
+		case pathcheck.IsSymlinkErr(parent, sname, err):
 			e.symlink.Add(1)
 		case errors.Is(err, unix.ENXIO), errors.Is(err, unix.ENODEV):
 			// A socket or a device swapped in after the listing.
@@ -230,7 +239,10 @@ func (e *engine) openFile(parent int, name, path string, noatime int) bool {
 		unix.Close(fd)
 		return true
 	}
-	return e.enqueue(job{r: fdFile(fd), path: path})
+	j := &e.walkerJob
+	j.fd, j.size = fd, st.Size
+	j.setPath(dir, name)
+	return e.enqueue(j)
 }
 
 func fsClass(fd int) mounts.Class {

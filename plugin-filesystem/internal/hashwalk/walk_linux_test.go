@@ -587,7 +587,7 @@ func TestHashFileBoundsMidFile(t *testing.T) {
 	}
 	run := func(e *engine, data []byte) {
 		buf := make([]byte, 8)
-		e.hashFile(job{r: readCloser{bytes.NewReader(data)}, path: "/x"}, buf, sha256.New(), nil)
+		e.hashFile(&job{r: readCloser{bytes.NewReader(data)}, size: -1, dir: "/x"}, buf, sha256.New(), nil)
 	}
 
 	b := DefaultBounds()
@@ -614,7 +614,7 @@ func TestHashFileBoundsMidFile(t *testing.T) {
 	}
 
 	e = newE(DefaultBounds())
-	e.hashFile(job{r: readCloser{errReader{}}, path: "/x"}, make([]byte, 8), sha256.New(), nil)
+	e.hashFile(&job{r: readCloser{errReader{}}, size: -1, dir: "/x"}, make([]byte, 8), sha256.New(), nil)
 	if r := e.result(); r.SkippedUnreadable != 1 || len(r.Matches) != 0 {
 		t.Fatalf("read error: %+v", r)
 	}

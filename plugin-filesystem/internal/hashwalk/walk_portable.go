@@ -143,11 +143,19 @@ func (e *engine) walk(root string) {
 				r.Close()
 				continue
 			}
-			if !e.enqueue(job{r: r, path: p}) {
+			if !e.enqueue(&job{r: r, size: size, dir: p}) {
 				return
 			}
 		default:
 			e.notRegular.Add(1)
 		}
 	}
+}
+
+// classifyMount answers the mount guard for an entry of an already judged
+// directory: only an entry that is itself a mount point can change
+// filesystem.
+func (e *engine) classifyMount(p string) mounts.Class {
+	c, _ := e.table.At(p)
+	return c
 }

@@ -156,3 +156,12 @@ func (t *Table) At(p string) (c Class, ok bool) {
 	c, ok = t.points[p]
 	return c, ok
 }
+
+// AtBytes is At for a path held in a byte slice; the lookup does not copy it.
+func (t *Table) AtBytes(p []byte) (c Class, ok bool) {
+	if t == nil || t.points == nil {
+		return Local, false
+	}
+	c, ok = t.points[string(p)]
+	return c, ok
+}

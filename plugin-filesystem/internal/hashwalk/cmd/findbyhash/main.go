@@ -25,6 +25,7 @@ func main() {
 	depth := flag.Int("max-depth", 10, "deepest level walked, 1..10")
 	workers := flag.Int("workers", 0, "parallel hashers; 0 means two per CPU")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the walk to this file")
+	unbounded := flag.Bool("unbounded", false, "lift the entry, byte and time bounds (scale benchmarks only; the plugin never does)")
 	flag.Parse()
 	if *root == "" || *sum == "" {
 		flag.Usage()
@@ -43,13 +44,19 @@ func main() {
 		defer f.Close()
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(*root, *sum, *depth, *workers); err != nil {
+	bounds := hashwalk.DefaultBounds()
+	if *unbounded {
+		bounds.MaxVisited = 1 << 40
+		bounds.MaxBytes = 1 << 50
+		bounds.Deadline = time.Hour
+	}
+	if err := run(*root, *sum, *depth, *workers, bounds); err != nil {
 		fmt.Fprintln(os.Stderr, "findbyhash:", err)
 		os.Exit(1)
 	}
 }
 
-func run(root, sum string, depth, workers int) error {
+func run(root, sum string, depth, workers int, bounds hashwalk.Bounds) error {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return err
@@ -71,7 +78,7 @@ func run(root, sum string, depth, workers int) error {
 		SHA256:   sum,
 		MaxDepth: min(max(depth, 1), 10),
 		Mounts:   table,
-		Bounds:   hashwalk.DefaultBounds(),
+		Bounds:   bounds,
 		Workers:  workers,
 	})
 	elapsed := time.Since(start)
@@ -87,7 +94,7 @@ func run(root, sum string, depth, workers int) error {
 	} else {
 		fmt.Println("[result_status] UNDECLARED / UNKNOWN")
 	}
-	fmt.Fprintf(os.Stderr, "elapsed_seconds=%.4f hashed_bytes=%d visited=%d maxrss_kib=%d\n",
-		elapsed.Seconds(), r.Hashed, r.Visited, maxRSSKiB())
+	fmt.Fprintf(os.Stderr, "elapsed_seconds=%.4f hashed_bytes=%d visited=%d maxrss_kib=%d cpu_seconds=%.3f\n",
+		elapsed.Seconds(), r.Hashed, r.Visited, maxRSSKiB(), cpuSeconds())
 	return nil
 }
