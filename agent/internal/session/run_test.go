@@ -99,7 +99,10 @@ func (blockingPlugins) Describe(context.Context, string) (host.Manifest, error) 
 	return host.Manifest{Name: "p", Version: "1", Actions: []sdk.Action{{Name: "ok"}, {Name: "block"}}}, nil
 }
 
-func TestSessionRunAndStop(t *testing.T) {
+// serveTest starts a testServer on loopback and opens a journal, both ended with the
+// test, and returns the server, its address and the journal.
+func serveTest(t *testing.T) (*testServer, string, *journal.Journal) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -108,14 +111,18 @@ func TestSessionRunAndStop(t *testing.T) {
 	g := grpc.NewServer()
 	agentv1.RegisterAgentServiceServer(g, ts)
 	go func() { _ = g.Serve(l) }()
-	defer g.Stop()
-
+	t.Cleanup(g.Stop)
 	j, err := journal.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer j.Close()
-	s := New(Options{Server: l.Addr().String(), Plugins: blockingPlugins{}, Journal: j, DataDir: t.TempDir(), StopWait: 5 * time.Second})
+	t.Cleanup(func() { j.Close() })
+	return ts, l.Addr().String(), j
+}
+
+func TestSessionRunAndStop(t *testing.T) {
+	ts, addr, j := serveTest(t)
+	s := New(Options{Server: addr, Plugins: blockingPlugins{}, Journal: j, DataDir: t.TempDir(), StopWait: 5 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
@@ -195,22 +202,9 @@ func (stuckPlugins) Describe(context.Context, string) (host.Manifest, error) {
 // its deadline: its rows so far, an error row, TIMEOUT with command_unanswered. What
 // the plugin writes later is refused and never reaches the server.
 func TestSessionAnswersAStuckCommand(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := &testServer{in: make(chan *agentv1.CommandRequest), got: map[string][]*agentv1.CommandResponse{}}
-	g := grpc.NewServer()
-	agentv1.RegisterAgentServiceServer(g, ts)
-	go func() { _ = g.Serve(l) }()
-	defer g.Stop()
-	j, err := journal.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	ts, addr, j := serveTest(t)
 	p := stuckPlugins{release: make(chan struct{}), late: make(chan error, 1)}
-	s := New(Options{Server: l.Addr().String(), Plugins: p, Journal: j, DataDir: t.TempDir(),
+	s := New(Options{Server: addr, Plugins: p, Journal: j, DataDir: t.TempDir(),
 		Timeout: 100 * time.Millisecond, AnswerGrace: 200 * time.Millisecond, StopWait: time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
