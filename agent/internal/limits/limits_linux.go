@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,6 +40,7 @@ type Host struct {
 	bases  []string          // the directories above, removed by Close
 	reason string            // why limits are not (all) applied, for one log line
 
+	n   int64 // which Host of this process (baseName)
 	mu  sync.Mutex
 	seq int
 }
@@ -47,7 +49,7 @@ type Host struct {
 // boxes. It never fails: what is missing is said by Unavailable, and boxes then
 // apply what they can.
 func New() *Host {
-	h := &Host{in2: map[string]bool{}, v1: map[string]string{}}
+	h := &Host{in2: map[string]bool{}, v1: map[string]string{}, n: hosts.Add(1)}
 	mounts, err := readMounts()
 	if err != nil {
 		h.reason = "cannot read the mount table: " + err.Error()
@@ -78,7 +80,7 @@ func New() *Host {
 			missing = append(missing, "no "+c+" controller in cgroup v2 or v1")
 			continue
 		}
-		dir := filepath.Join(m.dir, relative(m.root, p), baseName())
+		dir := filepath.Join(m.dir, relative(m.root, p), baseName(h.n))
 		sweepStale(filepath.Dir(dir))
 		if err := mkdirBase(dir); err != nil {
 			missing = append(missing, "cgroup v1 "+c+": "+err.Error())
@@ -115,9 +117,15 @@ func (h *Host) Where() string {
 	return strings.Join(parts, "; ")
 }
 
-// baseName names this agent's directory of boxes: the pid tells agents apart, and
-// a directory whose agent is gone is swept by the next (sweepStale).
-func baseName() string { return "yuzu-agent-" + strconv.Itoa(os.Getpid()) }
+// hosts counts the Hosts of this process: tests run several supervisors in one.
+var hosts atomic.Int64
+
+// baseName names a Host's directory of boxes, yuzu-agent-<pid>-<n>: the pid tells
+// agents apart, n the Hosts of one process, and a directory whose agent is gone is
+// swept by the next (sweepStale).
+func baseName(n int64) string {
+	return "yuzu-agent-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(n, 10)
+}
 
 // setupV2 makes the agent's v2 directory for boxes and enables the controllers it can.
 // In the root cgroup (a host or a container without a cgroup of its own) that is a
@@ -128,7 +136,7 @@ func (h *Host) setupV2(m mount, p string) error {
 	dir := filepath.Join(m.dir, relative(m.root, p))
 	var base string
 	if relative(m.root, p) == "/" {
-		base = filepath.Join(dir, baseName())
+		base = filepath.Join(dir, baseName(h.n))
 	} else {
 		procs, err := readInts(filepath.Join(dir, "cgroup.procs"))
 		if err != nil {
@@ -144,7 +152,7 @@ func (h *Host) setupV2(m mount, p string) error {
 		if err := write(filepath.Join(leaf, "cgroup.procs"), strconv.Itoa(os.Getpid())); err != nil {
 			return fmt.Errorf("moving the agent into %s: %w", leaf, err)
 		}
-		base = filepath.Join(dir, "plugins")
+		base = filepath.Join(dir, "plugins-"+strconv.FormatInt(h.n, 10))
 	}
 	sweepStale(filepath.Dir(base))
 	if err := mkdirBase(base); err != nil {
@@ -191,7 +199,8 @@ func sweepStale(parent string) {
 		return
 	}
 	for _, de := range des {
-		pid, ok := strings.CutPrefix(de.Name(), "yuzu-agent-")
+		rest, ok := strings.CutPrefix(de.Name(), "yuzu-agent-")
+		pid, _, _ := strings.Cut(rest, "-")
 		n, err := strconv.Atoi(pid)
 		if !ok || err != nil || !de.IsDir() || n == os.Getpid() {
 			continue
