@@ -96,6 +96,7 @@ func TestExecPluginEnvironment(t *testing.T) {
 		"PATH": true, "HOME": true, "USER": true, "LOGNAME": true, "TMPDIR": true, "TMP": true, "TEMP": true,
 		"LANG": true, "LC_ALL": true, "TZ": true, "DBUS_SYSTEM_BUS_ADDRESS": true,
 		"YUZU_PLUGIN_MAGIC_COOKIE": true, // go-plugin's handshake
+		"YUZU_PLUGIN_CGROUP":       true, // the child's own box (docs/agent.md "Resource limits")
 	}
 	for k := range got {
 		switch {
@@ -136,7 +137,7 @@ func TestAgentKilledLeavesNoChild(t *testing.T) {
 			t.Fatalf("no plugin child of agent %d appeared\nstderr:\n%s", agentPid, stderr.String())
 		}
 		for _, pid := range childrenOf(agentPid) {
-			if exePath(pid) == plugin {
+			if runs(pid, plugin) {
 				child = pid
 			}
 		}
@@ -185,6 +186,21 @@ func exePath(pid int) string {
 	return p
 }
 
+// runs says pid runs the plugin binary at path: the agent executes a sealed memory
+// copy of it (docs/agent.md), whose argv[0] is the binary's path.
+func runs(pid int, path string) bool {
+	exe := exePath(pid)
+	if exe == path {
+		return true
+	}
+	if !strings.HasPrefix(exe, "/memfd:") {
+		return false
+	}
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	argv0, _, _ := strings.Cut(string(b), "\x00")
+	return argv0 == path
+}
+
 // procState is the one-letter state of a process from /proc/<pid>/stat ("" when gone).
 func procState(pid int) string {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
@@ -217,7 +233,7 @@ func processesOf(path string) []int {
 		if err != nil {
 			continue
 		}
-		if exePath(pid) == path && alive(pid) {
+		if runs(pid, path) && alive(pid) {
 			out = append(out, pid)
 		}
 	}

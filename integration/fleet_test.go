@@ -538,6 +538,81 @@ func TestFleetAgentKilled(t *testing.T) {
 	a.stop(t)
 }
 
+// TestFleetDamagedJournal: three finished commands whose journal records root then
+// damages (a changed byte, a line cut out, a line zeroed) are, after a restart,
+// answered FAILURE outcome_unknown when the server repeats them, and not run again.
+// The journal was compacted by a restart first, so their start records are gone too:
+// before, the agent forgot all three ids and ran each repeat again (3 of 3), setting
+// its tag back.
+func TestFleetDamagedJournal(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, fleetserver.Options{}, tagsBin)
+	ctx := testCtx(t, 90*time.Second)
+	a := f.agent()
+	ids := []string{"changed", "cut", "zeroed"}
+	for _, id := range ids {
+		expectResult(t, f.do(t, ctx, command(id, "tags", "set", "key="+id, "value=first")), success, 0, "tag_set|"+id+"|first")
+	}
+	for _, id := range ids {
+		expectResult(t, f.do(t, ctx, command(id+"-later", "tags", "set", "key="+id, "value=later")), success, 0, "tag_set|"+id+"|later")
+	}
+	if code := a.stop(t); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	// A restart compacts the journal to one segment, which keeps no start records.
+	a = f.agent()
+	if code := a.stop(t); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	segs, _ := filepath.Glob(filepath.Join(f.w.dataDir, "fleet", "seg-*.jsonl"))
+	if len(segs) != 1 {
+		t.Fatalf("%d journal segments after a restart, want 1 (compacted)", len(segs))
+	}
+	lines := strings.SplitAfter(readFile(t, segs[0]), "\n")
+	damaged := 0
+	for i, line := range lines {
+		switch {
+		case strings.Contains(line, `"op":"done","id":"changed"`):
+			at := strings.Index(line, `"resp":"`) + len(`"resp":"`) + 4
+			lines[i] = line[:at] + string(line[at]^0x01) + line[at+1:]
+		case strings.Contains(line, `"op":"done","id":"cut"`):
+			lines[i] = ""
+		case strings.Contains(line, `"op":"done","id":"zeroed"`):
+			lines[i] = strings.Repeat("\x00", len(line))
+		default:
+			continue
+		}
+		damaged++
+	}
+	if damaged != len(ids) {
+		t.Fatalf("found %d of the %d answers to damage in\n%s", damaged, len(ids), strings.Join(lines, ""))
+	}
+	writeFile(t, segs[0], strings.Join(lines, ""), 0o600)
+	a = f.agent()
+	const msg = "command outcome unknown: the agent's journal record of it was damaged; it was not run again"
+	for _, id := range ids {
+		if err := f.srv.Send(ctx, command(id, "tags", "set", "key="+id, "value=first")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 20*time.Second, "the answer to the repeat of "+id, func() bool { return f.srv.Result(id).Terminals == 2 })
+		all := f.srv.Responses(id)
+		last := all[len(all)-1]
+		if last.GetStatus() != failure || last.GetExitCode() != 1 || last.GetError().GetCode() != "outcome_unknown" {
+			t.Errorf("repeat of %s answered %v", id, last)
+		}
+		if row := all[len(all)-2]; row.GetStatus() != running || row.GetOutput() != "error|"+msg {
+			t.Errorf("repeat of %s: row %v, want the error row", id, row)
+		}
+	}
+	for _, id := range ids {
+		expectResult(t, f.do(t, ctx, command(id+"-get", "tags", "get", "key="+id)), success, 0, "tag|"+id+"|later")
+	}
+	if log := a.stderr.String(); !strings.Contains(log, "unknown outcome") {
+		t.Errorf("the agent's log does not report the damage:\n%s", log)
+	}
+	a.stop(t)
+}
+
 // TestFleetQueueOverflow: with every slot busy, 1,000 commands wait and the rest are
 // answered REJECTED at once; none is lost.
 func TestFleetQueueOverflow(t *testing.T) {

@@ -588,6 +588,102 @@ func TestVerifiedBytesRun(t *testing.T) {
 			t.Errorf("the swap never raced a start (%s): the test proves nothing", &tally)
 		}
 	})
+
+	// Root (or a package manager) writing a new build over the binary in place: the
+	// bytes change under the same inode between the agent's hash and its exec. Only a
+	// sealed copy of the hashed bytes keeps every start honest.
+	t.Run("root overwrites it in place during starts", func(t *testing.T) {
+		t.Parallel()
+		tally, rounds := overwriteDuringStarts(t, 300)
+		t.Logf("%s; %v", tally, rounds)
+		t.Logf("refusal reasons: %d distinct", len(tally.reasons))
+		if tally.unverified != 0 {
+			t.Errorf("%d starts ran bytes that were never verified: %q", tally.unverified, tally.ran)
+		}
+		if len(tally.other) != 0 {
+			t.Errorf("%d starts failed another way (torn bytes ran?): %q", len(tally.other), tally.other)
+		}
+		if tally.starts != 300 || tally.tags+tally.refused != 300 {
+			t.Errorf("want every start answered as tags or refused: %s", tally)
+		}
+		if tally.tags == 0 || tally.refused == 0 {
+			t.Errorf("the writes never raced a start (%s): the test proves nothing", tally)
+		}
+	})
+}
+
+// overwriteDuringStarts runs starts starts of the tags plugin while a writer keeps
+// writing the sleeper plugin's bytes over the binary in place (dd conv=notrunc), and
+// then the tags bytes back with a truncating write (a plain cp), and returns the tally
+// and how many writes of each kind went through (and how many found the file running,
+// ETXTBSY).
+func overwriteDuringStarts(t *testing.T, starts int) (*startTally, map[string]int) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "plugins")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(dir, tagsBin)
+	tagsBytes, err := os.ReadFile(binPath(tagsBin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherBytes, err := os.ReadFile(binPath(sleeperBin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, target, string(tagsBytes), 0o755)
+	writeFile(t, filepath.Join(dir, "plugins.sha256"), built.sums[tagsBin]+"  "+tagsBin+"\n", 0o644)
+
+	var stop atomic.Bool
+	var mu sync.Mutex
+	rounds := map[string]int{}
+	done := make(chan struct{})
+	var writeOnce func(kind string, flags int, b []byte) bool
+	go func() {
+		defer close(done)
+		// write retries while the file is running (ETXTBSY), as an installer would:
+		// the tags bytes must come back.
+		write := func(kind string, flags int, b []byte) {
+			for !writeOnce(kind, flags, b) && !stop.Load() {
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+		writeOnce = func(kind string, flags int, b []byte) bool {
+			f, err := os.OpenFile(target, os.O_WRONLY|flags, 0)
+			if err == nil {
+				_, err = f.Write(b)
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				rounds[kind]++
+			case errors.Is(err, syscall.ETXTBSY):
+				rounds[kind+" ETXTBSY"]++
+			default:
+				rounds[kind+" error: "+err.Error()]++
+			}
+			return err == nil
+		}
+		// The tags bytes stay in place most of the time, so that many starts hash
+		// them and pass, and the other bytes come in during those starts.
+		for !stop.Load() {
+			time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond)
+			write("in place", 0, otherBytes)
+			time.Sleep(time.Duration(rand.IntN(1000)) * time.Microsecond)
+			write("cp back", os.O_TRUNC, tagsBytes)
+		}
+	}()
+	tally := &startTally{}
+	data := t.TempDir()
+	parallelDo(starts, 3, func(int) { tally.startTags(dir, data) })
+	stop.Store(true)
+	<-done
+	return tally, rounds
 }
 
 // timedRun is one agent process run with a safety timeout.

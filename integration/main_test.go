@@ -31,6 +31,7 @@ const (
 	helloBin    = "yuzu-plugin-hello"
 	mismatchBin = "yuzu-plugin-mismatch"
 	hostileBin  = "yuzu-plugin-hostile"
+	hogBin      = "yuzu-plugin-hog"
 )
 
 // shipped lists the plugins `make build` ships (every plugin-NAME module), by name.
@@ -46,6 +47,7 @@ var builds = map[string]string{
 	helloBin:    "./sdk/examples/hello",
 	mismatchBin: "./integration/testplugins/mismatch",
 	hostileBin:  "./integration/testplugins/hostile",
+	hogBin:      "./integration/testplugins/hog",
 }
 
 // built describes the binaries of this run. binDir also holds plugins.sha256 listing

@@ -108,6 +108,12 @@ func Serve(p *Plugin, opts ...ServeOption) {
 		// which may fail when the agent is gone.
 		proctree.KillDescendants(os.Getpid())
 		log.Log(level, "plugin stopping", "reason", why)
+		// The agent is gone (or someone else ended the plugin): no one will end
+		// its box, which may hold processes the walk above cannot find. Ending it
+		// ends this process too.
+		if why != closedByAgent {
+			proctree.EndOwnCgroup()
+		}
 		os.Exit(code)
 	}
 	watchParent(parentPoll, func() { exit(1, "agent is gone") })

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/yuzugo/yuzu/agent/internal/limits"
 )
 
 // ErrUnknownPlugin is wrapped when no plugin binary of that name is in the plugin dir.
@@ -25,10 +27,23 @@ func (e *RefusedError) Error() string {
 type CrashedError struct {
 	Plugin string
 	Detail string
+	// MemoryLimit, when set, says the kernel killed the child at this memory limit
+	// (its box's; docs/agent.md "Resource limits").
+	MemoryLimit int64
 }
 
 // Error says what happened.
-func (e *CrashedError) Error() string { return "plugin crashed: " + e.Detail }
+func (e *CrashedError) Error() string {
+	if e.MemoryLimit > 0 {
+		return memoryLimitReason(e.MemoryLimit)
+	}
+	return "plugin crashed: " + e.Detail
+}
+
+// memoryLimitReason is the error of a child killed at its memory limit.
+func memoryLimitReason(limit int64) string {
+	return "plugin exceeded its memory limit (" + limits.MiB(limit) + ")"
+}
 
 // TimeoutError says the command outlived its deadline plus the grace period and the
 // child was killed.

@@ -20,14 +20,16 @@ import (
 const MaxBinaryBytes = 1 << 30
 
 // image is a plugin binary that has been verified and can be run without the check and
-// the run ever seeing different bytes: the bytes are hashed through one descriptor and
-// that same descriptor (Linux) or a private copy written from those very bytes
-// (elsewhere) is what runs. A later write to the path, or a rename over it, changes
-// nothing. See docs/agent.md.
+// the run ever seeing different bytes: the bytes are read once through one descriptor,
+// hashed as they are written into a sealed memory file (Linux) or a private copy
+// (elsewhere), and that is what runs. A later write to the path, or a rename over it,
+// changes nothing. See docs/agent.md.
 type image struct {
-	// execPath is what to execute: /proc/self/fd/N or the private copy.
+	// execPath is what to execute: /proc/self/fd/N of the memory file, or the
+	// private copy.
 	execPath string
-	// fd is the verified descriptor, kept open until the child has started.
+	// fd is the memory file (Linux) or the verified descriptor, kept open until the
+	// child has started.
 	fd *os.File
 	// tmpDir holds the private copy; removed once the child has exited.
 	tmpDir string
@@ -64,22 +66,55 @@ func openImage(b Binary) (*image, error) {
 	return img, nil
 }
 
+// copyChunk is how much of a binary hashCopy reads at a time: a plugin is tens of
+// megabytes, so large reads keep the system calls few.
+const copyChunk = 1 << 20
+
 // hashCopy hashes what is left of f (at most MaxBinaryBytes) into h, writing the same
-// bytes to w when it is not nil.
+// bytes to w when it is not nil. Each chunk is read once; w writes it while h hashes
+// it, so with two cores the copy costs a start little more than the hash alone, and
+// what w got is exactly what was hashed.
 func hashCopy(h hash.Hash, w io.Writer, f *os.File) error {
-	dst := io.Writer(h)
+	buf := make([]byte, copyChunk)
+	var chunks chan []byte
+	var written chan error
 	if w != nil {
-		dst = io.MultiWriter(h, w)
+		chunks, written = make(chan []byte), make(chan error)
+		defer close(chunks)
+		go func() {
+			for c := range chunks {
+				_, err := w.Write(c)
+				written <- err
+			}
+		}()
 	}
-	n, err := io.Copy(dst, io.LimitReader(f, MaxBinaryBytes+1))
-	if err != nil {
-		return err
+	var total int64
+	for {
+		n, err := io.ReadFull(f, buf)
+		if n > 0 {
+			if total += int64(n); total > MaxBinaryBytes {
+				return errOverLimit
+			}
+			if w != nil {
+				chunks <- buf[:n]
+			}
+			h.Write(buf[:n])
+			if w != nil {
+				if werr := <-written; werr != nil {
+					return werr
+				}
+			}
+		}
+		switch {
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+			return nil
+		case err != nil:
+			return err
+		}
 	}
-	if n > MaxBinaryBytes {
-		return errors.New("grew over the size limit while being read")
-	}
-	return nil
 }
+
+var errOverLimit = errors.New("grew over the size limit while being read")
 
 // started is called once the child runs: the descriptor is no longer needed.
 func (img *image) started() {

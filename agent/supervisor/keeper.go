@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/yuzugo/yuzu/agent/internal/limits"
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/host"
 )
@@ -78,6 +79,7 @@ type keeper struct {
 	backoff     *time.Timer
 	stopping    []chan struct{} // Close calls waiting for the child to go
 	snapChild   *child          // the child whose manifest snap.Version and snap.Actions hold
+	lastBox     *limits.Box     // the current or last child's box; as snap
 
 	mu   sync.Mutex
 	snap Status // written by run only, under mu; run may read it without mu
@@ -97,6 +99,26 @@ func (c *child) why() string {
 		return *r
 	}
 	return ""
+}
+
+// boxed is a Child in a box with resource limits (the real launcher's).
+type boxed interface{ Box() *limits.Box }
+
+// box returns the child's box, nil when it has none.
+func (c *child) box() *limits.Box {
+	if b, ok := c.Child.(boxed); ok {
+		return b.Box()
+	}
+	return nil
+}
+
+// memoryKilled returns the memory limit the kernel killed the child at, 0 when it
+// did not.
+func (c *child) memoryKilled() int64 {
+	if b := c.box(); b.OOMKilled() {
+		return b.Limits().MemoryBytes
+	}
+	return 0
 }
 
 type acquired struct {
@@ -320,7 +342,9 @@ func (k *keeper) onExited(c *child) {
 	}
 	k.child = nil
 	reason := c.why()
-	if reason == "" {
+	if limit := c.memoryKilled(); limit > 0 {
+		reason = memoryLimitReason(limit) + " (" + c.ExitStatus() + ")"
+	} else if reason == "" {
 		reason = "exited unexpectedly (" + c.ExitStatus() + ")"
 	}
 	if len(k.stopping) > 0 {
@@ -473,8 +497,12 @@ func (k *keeper) snapshot() {
 	// manifest: run calls this for every command, and the list does not change.
 	// status() clones Actions, so snapshots may share it.
 	st.Version, st.Actions, st.Protocol = k.snap.Version, k.snap.Actions, k.snap.Protocol
+	box := k.lastBox // the last child's counters stay shown until a new child
 	if k.child != nil {
 		st.Pid = k.child.Pid()
+		if b := k.child.box(); b != nil {
+			box = b
+		}
 		if k.child != k.snapChild {
 			m := k.child.Manifest()
 			st.Version, st.Actions, st.Protocol = m.Version, make([]string, 0, len(m.Actions)), m.Protocol
@@ -486,6 +514,7 @@ func (k *keeper) snapshot() {
 	}
 	k.mu.Lock()
 	k.snap = st
+	k.lastBox = box
 	k.mu.Unlock()
 }
 
@@ -494,6 +523,10 @@ func (k *keeper) status() Status {
 	defer k.mu.Unlock()
 	st := k.snap
 	st.Actions = slices.Clone(st.Actions)
+	// The box's counters are read now: they change without events.
+	if b := k.lastBox; b != nil {
+		st.Boxed, st.Limits, st.Usage = true, b.Limits(), b.Usage()
+	}
 	return st
 }
 
@@ -554,6 +587,9 @@ func (k *keeper) execute(ctx context.Context, req Request, onRows func([]string)
 		detail := c.why()
 		if detail == "" {
 			detail = k.bin.Name + " exited during the command (" + c.ExitStatus() + ")"
+		}
+		if limit := c.memoryKilled(); limit > 0 {
+			return sdk.Result{}, &CrashedError{Plugin: k.bin.Name, Detail: detail, MemoryLimit: limit}
 		}
 		return sdk.Result{}, &CrashedError{Plugin: k.bin.Name, Detail: detail}
 	case <-time.After(2 * time.Second):

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
 
+	"github.com/yuzugo/yuzu/agent/internal/limits"
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/host"
 	"github.com/yuzugo/yuzu/sdk/proctree"
@@ -25,6 +26,8 @@ type pluginLauncher struct {
 	log         hclog.Logger
 	logLevel    hclog.Level
 	reapOrphans bool
+	boxes       *limits.Host
+	limits      limits.Set
 
 	// mu makes a start and an orphan sweep exclusive, so that a child that has just
 	// been forked is always registered before a sweep could take it for an orphan.
@@ -42,6 +45,17 @@ func newPluginLauncher(o Options) *pluginLauncher {
 	}
 	if err := proctree.TieToSelf(); err != nil {
 		l.log.Warn("cannot tie plugin processes to the agent's lifetime", "error", err)
+	}
+	l.limits = o.Limits
+	if l.limits.Default == (limits.Limits{}) {
+		l.limits.Default = limits.Default
+	}
+	l.boxes = limits.New()
+	// Said once: every start would repeat it.
+	if why := l.boxes.Unavailable(); why != "" {
+		l.log.Warn("plugin resource limits are not (all) applied", "reason", why, "boxes", l.boxes.Where())
+	} else {
+		l.log.Debug("plugin resource limits", "boxes", l.boxes.Where())
 	}
 	return l
 }
@@ -62,6 +76,11 @@ func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (
 		return nil, err
 	}
 	pr := &procRunner{name: b.Path, img: img, log: l.log.Named(b.Name)}
+	if pr.box, err = l.boxes.Box(b.Name, l.limits.For(b.Name)); err != nil {
+		// Today's behaviour rather than no plugin: the log says so.
+		pr.log.Warn("this child runs without resource limits", "error", err)
+		pr.box = nil
+	}
 	pr.onRun = func(pid int) { l.live[pid] = true } // under l.mu, see below
 	pr.onEnd = func() { l.ended(pr) }
 
@@ -84,6 +103,7 @@ func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (
 			Env:  append(childEnv(os.Environ(), hostOS), spec.Env...),
 		}
 		proctree.Prepare(pr.cmd, true)
+		pr.box.Prepare(pr.cmd)
 		return lockedStart{pr, &l.mu}, nil
 	}
 	client := plugin.NewClient(cc)
@@ -92,6 +112,7 @@ func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (
 		client.Kill()
 		if pr.cmd == nil || pr.exited == nil {
 			img.release()
+			pr.box.StartFailed()
 		}
 		return nil, &StartError{Plugin: b.Name, Err: err}
 	}
@@ -147,6 +168,7 @@ func (l *pluginLauncher) close() {
 	if l.reapOrphans {
 		sweepOrphans(l.live, l.reaping, &l.mu, l.log)
 	}
+	l.boxes.Close()
 }
 
 // pluginChild is a running plugin process.
@@ -207,3 +229,6 @@ func (c *pluginChild) Stop(grace time.Duration) {
 }
 
 func (c *pluginChild) Pid() int { return c.runner.cmd.Process.Pid }
+
+// Box is the child's box with resource limits, nil when it has none.
+func (c *pluginChild) Box() *limits.Box { return c.runner.box }

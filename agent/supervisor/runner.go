@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/yuzugo/yuzu/agent/internal/limits"
 	"github.com/yuzugo/yuzu/sdk/proctree"
 )
 
@@ -36,6 +37,7 @@ type procRunner struct {
 	stdout io.ReadCloser
 	stderr io.ReadCloser
 	group  *proctree.Group
+	box    *limits.Box // nil: no resource limits
 
 	exited chan struct{}
 	mu     sync.Mutex
@@ -53,14 +55,19 @@ func (r *procRunner) Start(context.Context) error {
 	}
 	if err := r.cmd.Start(); err != nil {
 		r.img.release()
+		r.box.StartFailed()
 		return err
 	}
 	r.img.started()
+	if err := r.box.Started(r.cmd.Process.Pid); err != nil {
+		r.log.Warn("the child is not in every cgroup of its box", "error", err)
+	}
 	if r.group, err = proctree.Attach(r.cmd); err != nil {
 		// Unbounded, it could leave processes behind: end it before it does anything.
 		_ = r.cmd.Process.Kill()
 		_, _ = r.cmd.Process.Wait()
 		r.img.release()
+		r.box.Close()
 		return err
 	}
 	if r.onRun != nil {
@@ -82,6 +89,8 @@ func (r *procRunner) wait() {
 	close(r.exited)
 	r.group.Close()
 	r.img.release()
+	// Whatever the child left in its box goes with it, also what left its group.
+	r.box.Close()
 	if r.onEnd != nil {
 		r.onEnd()
 	}
@@ -112,7 +121,9 @@ func (r *procRunner) Kill(context.Context) error {
 		return nil
 	default:
 	}
-	return r.group.Kill()
+	err := r.group.Kill()
+	r.box.Kill()
+	return err
 }
 
 func (r *procRunner) Stdout() io.ReadCloser { return r.stdout }

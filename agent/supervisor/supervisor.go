@@ -20,6 +20,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/yuzugo/yuzu/agent/internal/limits"
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/host"
 )
@@ -51,6 +52,9 @@ type Options struct {
 	// (Linux child subreaper) and kills it. Only a process whose children are all
 	// plugins may set it: the CLI agent does, tests that start other processes do not.
 	ReapOrphans bool
+	// Limits are each plugin's resource limits (docs/agent.md "Resource limits");
+	// a zero Default means limits.Default. The real launcher alone applies them.
+	Limits limits.Set
 }
 
 func (o *Options) defaults() {
@@ -219,6 +223,11 @@ type Status struct {
 	LastError string
 	Actions   []string
 	Pid       int // 0 when not running
+	// Boxed says the plugin's child runs in a box with resource limits: Limits
+	// are its limits and Usage what the current (or last) child uses and used.
+	Boxed  bool
+	Limits limits.Limits
+	Usage  limits.Usage
 }
 
 // Status returns every plugin's status, sorted by name.

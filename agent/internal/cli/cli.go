@@ -20,6 +20,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/yuzugo/yuzu/agent/internal/limits"
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
@@ -37,7 +38,8 @@ commands:
   exec PLUGIN ACTION [key=value ...]   run one action; parameters go to the plugin as they are
   exec DEFINITION-ID [key=value ...]   run a definition (e.g. device.tags.set); parameters are
                                        validated against it first
-  plugins                              list plugins: name, version, state, restarts, last error
+  plugins                              list plugins: name, version, state, restarts, last error,
+                                       memory and task peaks over their limits, CPU limit
   plugins add FILE                     trust a plugin binary: copy it into the plugin dir if it
                                        is elsewhere, record its SHA-256 in plugins.sha256, and
                                        check that its definitions agree with its declarations
@@ -57,6 +59,10 @@ flags (before or after the command; environment variable in brackets):
   --agent-id ID       agent id handed to plugins [YUZU_AGENT_ID]
   --log-level LEVEL   trace, debug, info, warn or error [YUZU_LOG_LEVEL] (default info)
   --log-format FMT    text or json [YUZU_LOG_FORMAT] (default text)
+  --plugin-limits SPEC  resource limits of each plugin's child and all it starts
+                      [YUZU_PLUGIN_LIMITS]: "NAME:memory_mib=N,cpus=X,tasks=N;..."
+                      with NAME a plugin or * for all (default *:memory_mib=512,cpus=1,
+                      tasks=256; docs/agent.md "Resource limits")
   --version           print the version
 
 run flags:
@@ -106,6 +112,7 @@ type config struct {
 	agentID    string
 	logLevel   string
 	logFormat  string
+	limits     string // --plugin-limits, checked by parseArgs
 	version    bool
 	help       bool
 	// definitions is describe's --definitions: print the definitions as YAML.
@@ -127,12 +134,13 @@ type config struct {
 
 // valueFlags are the flags that take a value, with their environment variables.
 var valueFlags = map[string]string{
-	"plugin-dir": "YUZU_PLUGIN_DIR",
-	"data-dir":   "YUZU_DATA_DIR",
-	"timeout":    "YUZU_TIMEOUT",
-	"agent-id":   "YUZU_AGENT_ID",
-	"log-level":  "YUZU_LOG_LEVEL",
-	"log-format": "YUZU_LOG_FORMAT",
+	"plugin-dir":    "YUZU_PLUGIN_DIR",
+	"data-dir":      "YUZU_DATA_DIR",
+	"timeout":       "YUZU_TIMEOUT",
+	"agent-id":      "YUZU_AGENT_ID",
+	"log-level":     "YUZU_LOG_LEVEL",
+	"log-format":    "YUZU_LOG_FORMAT",
+	"plugin-limits": "YUZU_PLUGIN_LIMITS",
 
 	"server":           "YUZU_SERVER",
 	"ca-cert":          "YUZU_CA_CERT",
@@ -245,6 +253,10 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 	cfg.agentID = str("agent-id")
 	cfg.logLevel = str("log-level")
 	cfg.logFormat = str("log-format")
+	cfg.limits = str("plugin-limits")
+	if _, err := limits.Parse(cfg.limits); err != nil {
+		problems = append(problems, usagef("--plugin-limits: %s", rows.Printable(err.Error())))
+	}
 	cfg.server = str("server")
 	cfg.caCert = str("ca-cert")
 	cfg.clientCert = str("client-cert")

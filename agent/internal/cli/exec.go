@@ -16,6 +16,7 @@ import (
 
 	"github.com/yuzugo/yuzu/agent/dispatch"
 	"github.com/yuzugo/yuzu/agent/internal/capture"
+	"github.com/yuzugo/yuzu/agent/internal/limits"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/definitions"
 	"github.com/yuzugo/yuzu/sdk/definition"
@@ -249,6 +250,10 @@ func newSupervisor(cfg config, log hclog.Logger) (*supervisor.Supervisor, error)
 	if err != nil {
 		return nil, err
 	}
+	set, err := limits.Parse(cfg.limits) // checked by parseArgs
+	if err != nil {
+		return nil, err
+	}
 	return supervisor.New(supervisor.Options{
 		PluginDir:    cfg.pluginDir,
 		DataDir:      cfg.dataDir,
@@ -257,6 +262,7 @@ func newSupervisor(cfg config, log hclog.Logger) (*supervisor.Supervisor, error)
 		LogLevel:     cfg.logLevel,
 		Logger:       log,
 		ReapOrphans:  true,
+		Limits:       set,
 	})
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/yuzugo/yuzu/agent/internal/limits"
 	"github.com/yuzugo/yuzu/agent/internal/manifest"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/definitions"
@@ -59,7 +60,7 @@ func runPlugins(ctx context.Context, cfg config, log hclog.Logger, args []string
 	defer cancel()
 	sup.Start(ctx)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tVERSION\tPROTOCOL\tSTATE\tRESTARTS\tLAST ERROR\tACTIONS")
+	fmt.Fprintln(tw, "NAME\tVERSION\tPROTOCOL\tSTATE\tRESTARTS\tLAST ERROR\tMEMORY PEAK/LIMIT\tTASKS PEAK/LIMIT\tCPU LIMIT\tACTIONS")
 	code := exitOK
 	for _, st := range sup.Status() {
 		if st.State != supervisor.StateRunning {
@@ -69,13 +70,32 @@ func runPlugins(ctx context.Context, cfg config, log hclog.Logger, args []string
 		if st.Protocol > 0 {
 			protocol = strconv.Itoa(st.Protocol)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", cell(st.Name), cell(st.Version), protocol, st.State, st.Restarts,
-			cell(st.LastError), cell(strings.Join(st.Actions, ",")))
+		mem, tasks, cpu := boxCells(st)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", cell(st.Name), cell(st.Version), protocol, st.State, st.Restarts,
+			cell(st.LastError), mem, tasks, cpu, cell(strings.Join(st.Actions, ",")))
 	}
 	if err := tw.Flush(); err != nil {
 		return exitFail, nil
 	}
 	return code, nil
+}
+
+// boxCells are a plugin's resource columns: peak use over limit ("-" for a peak the
+// kernel does not keep), or "none" when its child runs without a box.
+func boxCells(st supervisor.Status) (mem, tasks, cpu string) {
+	if !st.Boxed {
+		return "none", "none", "none"
+	}
+	peak := func(v int64, f func(int64) string) string {
+		if !st.Usage.Known || v <= 0 {
+			return "-"
+		}
+		return f(v)
+	}
+	mem = peak(st.Usage.MemoryPeak, limits.MiB) + "/" + limits.MiB(st.Limits.MemoryBytes)
+	tasks = peak(st.Usage.TasksPeak, func(n int64) string { return strconv.FormatInt(n, 10) }) + "/" + strconv.FormatInt(st.Limits.Tasks, 10)
+	cpu = strconv.FormatFloat(st.Limits.CPUs, 'f', -1, 64)
+	return mem, tasks, cpu
 }
 
 // cell makes plugin-supplied text safe for one table cell: printable, no tabs (which

@@ -28,17 +28,37 @@
 // size. The directory must be a real directory owned by root or the agent's user and
 // writable by nobody else: whoever could write there could make the agent replay
 // forged answers.
+//
+// Damage. Each line of a segment carries a CRC-32C of its bytes, and each segment
+// starts with a header naming every command id in it and how many records follow.
+// A segment is damaged when a line fails its check or does not parse, when it holds
+// fewer good records than its header says (cut short), or when it cannot be read at
+// all (not a regular file, over its size bound); a gap in the segment numbers is a
+// segment removed. The good records are applied; then every command the header or a
+// damaged line still names, and every command in flight (accepted or started) at
+// that point, unless a good record shows it settled, becomes "seen, outcome
+// unknown" (an Entry with Unknown set, kept like a finished command and through
+// compactions). A repeat of such an id is answered as unknown and never run again: a
+// damaged journal must not make a finished command run twice, nor call one that may
+// have run "interrupted" or "never started". A damaged file is renamed aside as
+// damaged-seg-....jsonl for inspection and named in Warnings at every Open until it
+// is removed. Lines without a check (segments written before checks existed) still
+// load. What cannot be known is said in Warnings: a command named only by a segment
+// that is gone or unreadable.
 package journal
 
 import (
-	"bufio"
 	"bytes"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,22 +105,37 @@ type Entry struct {
 	Sent bool
 	// At is when the command finished.
 	At time.Time
+	// Unknown says the command's records were damaged: it was seen, its outcome is
+	// not known, and a repeat is answered as such rather than run (Response is
+	// empty). See "Damage" in the package doc.
+	Unknown bool
 }
 
 // record is one line of a segment.
 type record struct {
-	Op     string `json:"op"` // "accept", "start", "done" or "sent"
+	Op     string `json:"op"` // "accept", "start", "done", "sent" or "unknown"
 	ID     string `json:"id"`
 	At     int64  `json:"at,omitempty"` // Unix milliseconds
 	Resp   []byte `json:"resp,omitempty"`
 	Replay bool   `json:"replay,omitempty"`
 }
 
+// header is the first line of a segment: every id its records name and how many
+// records follow, so that a damaged or truncated segment still says which commands it
+// held (see "Damage" in the package doc).
+type header struct {
+	Op      string   `json:"op"` // "ids"
+	IDs     []string `json:"ids"`
+	Records int      `json:"records"`
+}
+
 const (
-	opAccept = "accept"
-	opStart  = "start"
-	opDone   = "done"
-	opSent   = "sent"
+	opAccept  = "accept"
+	opStart   = "start"
+	opDone    = "done"
+	opSent    = "sent"
+	opUnknown = "unknown"
+	opHeader  = "ids"
 )
 
 // Journal is the durable record. Its methods are safe for concurrent use.
@@ -124,6 +159,8 @@ type Journal struct {
 	timerGen    uint64      // tells a stale timer from the one in timer
 	closed      bool
 	warnings    []string
+	// forceCompact says Open must compact: a damaged segment was put aside.
+	forceCompact bool
 
 	// Owned by the writer goroutine (and by Open before it starts); read by tests
 	// after the writer has stopped.
@@ -160,8 +197,9 @@ func parseSegmentName(name string) (uint64, bool) {
 
 // Open loads the journal in dir, creating the directory (mode 0700) when missing, and
 // starts its writer. Commands that had started but not finished when the agent last
-// stopped are reported by Interrupted. Damaged segments are skipped and reported by
-// Warnings; a directory that is not private to the agent is an error.
+// stopped are reported by Interrupted. Damage is reported by Warnings, and the
+// commands it may have hidden are kept as unknown (see the package doc); a directory
+// that is not private to the agent is an error.
 func Open(dir string) (*Journal, error) { return openWith(dir, lazyDelay) }
 
 // openWith is Open with the time delivery records may wait for a flush.
@@ -205,7 +243,7 @@ func openWith(dir string, delay time.Duration) (*Journal, error) {
 	// records go at the next compaction.
 	clear(j.started)
 	clear(j.accepted)
-	if len(j.segments) > 1 {
+	if len(j.segments) > 1 || j.forceCompact {
 		if err := j.compact(); err != nil {
 			return nil, err
 		}
@@ -214,8 +252,12 @@ func openWith(dir string, delay time.Duration) (*Journal, error) {
 	return j, nil
 }
 
+// damagedPrefix names a damaged segment kept aside for inspection.
+const damagedPrefix = "damaged-"
+
 // load reads every segment in order and removes temp files that an interrupted write
-// left behind.
+// left behind. A damaged segment is renamed aside (damagedPrefix) once read, and the
+// state is compacted, so that the unknown outcomes it left are recorded whole.
 func (j *Journal) load() error {
 	des, err := os.ReadDir(j.dir)
 	if err != nil {
@@ -233,38 +275,105 @@ func (j *Journal) load() error {
 				continue
 			}
 		}
+		if rest, ok := strings.CutPrefix(name, damagedPrefix); ok {
+			if _, isSeg := parseSegmentName(rest); isSeg {
+				j.warnings = append(j.warnings, fmt.Sprintf("a damaged segment is kept for inspection at %s; remove it once looked at", filepath.Join(j.dir, name)))
+				continue
+			}
+		}
 		j.warnings = append(j.warnings, fmt.Sprintf("ignored unexpected entry %s", filepath.Join(j.dir, name)))
 	}
 	slices.Sort(j.segments)
-	for _, seq := range j.segments {
+	var damaged []uint64
+	for i, seq := range j.segments {
 		j.nextSeq = seq + 1
 		path := filepath.Join(j.dir, segmentName(seq))
+		// Segments since the last compaction are numbered without gaps, and a
+		// compaction removes the older ones oldest first: a gap is a segment that was
+		// removed by hand, which may have held the outcome of any command in flight.
+		if i > 0 && seq != j.segments[i-1]+1 {
+			n := j.unknown(nil)
+			j.warnings = append(j.warnings, fmt.Sprintf("segments %s to %s are missing: %d commands in flight before them are kept as seen with an unknown outcome and will not run again; others they held cannot be known",
+				segmentName(j.segments[i-1]+1), segmentName(seq-1), n))
+		}
 		data, err := safefile.ReadFile(path, maxSegmentBytes)
 		if err != nil {
-			j.warnings = append(j.warnings, fmt.Sprintf("skipped segment: %v", err))
+			damaged = append(damaged, seq)
+			n := j.unknown(nil)
+			j.warnings = append(j.warnings, fmt.Sprintf("unreadable segment: %v; %d commands in flight before it are kept as seen with an unknown outcome and will not run again; others it held cannot be known", err, n))
 			continue
 		}
-		n, err := j.apply(data)
+		n, named, problem := j.apply(data)
 		j.written += n
-		if err != nil {
-			j.warnings = append(j.warnings, fmt.Sprintf("segment %s damaged after %d records: %v", path, n, err))
+		if problem != "" {
+			damaged = append(damaged, seq)
+			unknown := j.unknown(named)
+			j.warnings = append(j.warnings, fmt.Sprintf("segment %s damaged (%s): %d good records; %d commands are kept as seen with an unknown outcome and will not run again",
+				path, problem, n, unknown))
 		}
 	}
+	if len(damaged) == 0 {
+		return nil
+	}
+	for _, seq := range damaged {
+		name := segmentName(seq)
+		if err := os.Rename(filepath.Join(j.dir, name), filepath.Join(j.dir, damagedPrefix+name)); err != nil {
+			j.warnings = append(j.warnings, fmt.Sprintf("keeping the damaged segment aside: %v", err))
+		}
+	}
+	j.segments = slices.DeleteFunc(j.segments, func(seq uint64) bool { return slices.Contains(damaged, seq) })
+	j.forceCompact = true
 	return nil
 }
 
-// apply replays the records of one segment onto the state.
-func (j *Journal) apply(data []byte) (int, error) {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64<<10), maxSegmentBytes)
-	n := 0
-	for sc.Scan() {
+// apply replays the records of one segment onto the state and returns how many good
+// records it held. When the segment is damaged, problem says how, and named holds the
+// ids its header and damaged lines still name.
+func (j *Journal) apply(data []byte) (n int, named []string, problem string) {
+	lines := bytes.Split(data, []byte("\n"))
+	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	wantRecords := -1
+	checked := false // the segment's lines carry checks: every line must
+	damage := func(what string, line int) {
+		if problem == "" {
+			problem = fmt.Sprintf("line %d: %s", line, what)
+		}
+	}
+	for i, line := range lines {
+		body, ok, sum := splitCheck(line)
+		if i == 0 && sum {
+			checked = true
+		}
+		if sum && !ok {
+			damage("check failed", i+1)
+			named = append(named, salvageIDs(body)...)
+			continue
+		}
+		if !sum && checked {
+			damage("no check", i+1)
+			named = append(named, salvageIDs(body)...)
+			continue
+		}
+		if i == 0 && checked {
+			var h header
+			if err := json.Unmarshal(body, &h); err == nil && h.Op == opHeader {
+				named = append(named, h.IDs...)
+				wantRecords = h.Records
+				continue
+			}
+		}
 		var r record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return n, err
+		if err := json.Unmarshal(body, &r); err != nil {
+			damage(err.Error(), i+1)
+			named = append(named, salvageIDs(body)...)
+			continue
 		}
 		if r.ID == "" || len(r.ID) > MaxIDBytes || len(r.Resp) > MaxResponseBytes {
-			return n, fmt.Errorf("record %d out of bounds", n+1)
+			damage("record out of bounds", i+1)
+			named = append(named, salvageIDs(body)...)
+			continue
 		}
 		switch r.Op {
 		case opAccept:
@@ -278,12 +387,115 @@ func (j *Journal) apply(data []byte) (int, error) {
 			j.remember(&Entry{ID: r.ID, Response: r.Resp, Replay: r.Replay, At: time.UnixMilli(r.At)})
 		case opSent:
 			j.markSent(r.ID)
+		case opUnknown:
+			j.forget(r.ID, time.UnixMilli(r.At))
 		default:
-			return n, fmt.Errorf("record %d has unknown op %q", n+1, r.Op)
+			damage(fmt.Sprintf("unknown op %q", r.Op), i+1)
+			named = append(named, r.ID)
+			continue
 		}
 		n++
 	}
-	return n, sc.Err()
+	if checked && wantRecords < 0 && problem == "" {
+		damage("no header", 1)
+	}
+	if wantRecords >= 0 && n < wantRecords && problem == "" {
+		problem = fmt.Sprintf("%d of its %d records are missing (truncated?)", wantRecords-n, wantRecords)
+	}
+	if problem == "" {
+		return n, nil, ""
+	}
+	return n, named, problem
+}
+
+// unknown marks as seen with an unknown outcome the commands a damaged or missing
+// segment may have held the outcome of: those named, and every command in flight
+// (accepted or started) when it was written, since the lost records could have
+// started or finished it. A command a good record shows settled keeps its answer: a
+// lost record could only have marked it delivered. It returns how many it marked.
+func (j *Journal) unknown(named []string) int {
+	for id := range j.accepted {
+		named = append(named, id)
+	}
+	for id := range j.started {
+		named = append(named, id)
+	}
+	slices.Sort(named)
+	marked := 0
+	for _, id := range slices.Compact(named) {
+		if id == "" || len(id) > MaxIDBytes {
+			continue
+		}
+		// An answer that does not settle its command (Replay unset) says nothing of
+		// a later run of the same id, which the lost records may have held.
+		if e, ok := j.entries[id]; ok && (e.Replay || e.Unknown) {
+			continue
+		}
+		j.forget(id, time.Now())
+		marked++
+	}
+	return marked
+}
+
+// forget records that a command was seen but its outcome is unknown.
+func (j *Journal) forget(id string, at time.Time) {
+	delete(j.accepted, id)
+	delete(j.started, id)
+	j.remember(&Entry{ID: id, Replay: true, Sent: true, Unknown: true, At: at})
+}
+
+// checkLen is the length of a line's check: 8 hex digits and a space.
+const checkLen = 9
+
+// checkTable is CRC-32C's (Castagnoli).
+var checkTable = crc32.MakeTable(crc32.Castagnoli)
+
+// withCheck returns body as a segment line: its CRC-32C in hex, a space, body, a newline.
+func withCheck(body []byte) []byte {
+	out := make([]byte, 0, checkLen+len(body)+1)
+	out = hex.AppendEncode(out, binary.BigEndian.AppendUint32(nil, crc32.Checksum(body, checkTable)))
+	out = append(out, ' ')
+	out = append(out, body...)
+	return append(out, '\n')
+}
+
+// splitCheck parses one segment line: sum says it carries a check (new segments), ok
+// that the check matches. A line without one (old segments) comes back whole.
+func splitCheck(line []byte) (body []byte, ok, sum bool) {
+	if len(line) > 0 && line[0] == '{' {
+		return line, false, false
+	}
+	if len(line) < checkLen || line[checkLen-1] != ' ' {
+		return line, false, true
+	}
+	want, err := hex.DecodeString(string(line[:checkLen-1]))
+	body = line[checkLen:]
+	if err != nil || len(want) != 4 {
+		return body, false, true
+	}
+	got := crc32.Checksum(body, checkTable)
+	return body, binary.BigEndian.Uint32(want) == got, true
+}
+
+// idField finds the id fields of a damaged line: its JSON may not parse any more.
+var idField = regexp.MustCompile(`"id":("(?:[^"\\]|\\.)*")`)
+
+// salvageIDs returns the command ids a damaged line may still name: the "id" of a
+// record, or the "ids" of a header, whatever of them can still be read.
+func salvageIDs(body []byte) []string {
+	var out []string
+	var h struct {
+		IDs []string `json:"ids"`
+	}
+	if json.Unmarshal(body, &h) == nil {
+		out = append(out, h.IDs...)
+	}
+	for _, m := range idField.FindAllSubmatch(body, -1) {
+		if id, err := strconv.Unquote(string(m[1])); err == nil {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // remember adds a finished command, forgetting the oldest beyond MaxEntries.
@@ -341,7 +553,9 @@ func (j *Journal) NotStarted() []string {
 	return slices.Clone(j.notStarted)
 }
 
-// Lookup returns the outcome of a finished command whose answer is to be replayed.
+// Lookup returns the outcome of a finished command whose answer is to be replayed,
+// or of one whose outcome damage made unknown (Unknown set, Response empty): neither
+// is to run again.
 func (j *Journal) Lookup(id string) (Entry, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -546,12 +760,26 @@ func (j *Journal) needCompaction() bool {
 func segmentLimit(live int) int { return maxSegments + live/4 }
 
 func (j *Journal) writeSegment(recs []record) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	h := header{Op: opHeader, Records: len(recs)}
+	seen := make(map[string]bool, len(recs))
 	for _, r := range recs {
-		if err := enc.Encode(r); err != nil {
+		if !seen[r.ID] {
+			seen[r.ID] = true
+			h.IDs = append(h.IDs, r.ID)
+		}
+	}
+	var buf bytes.Buffer
+	line, err := json.Marshal(h)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	buf.Write(withCheck(line))
+	for _, r := range recs {
+		line, err := json.Marshal(r)
+		if err != nil {
 			return fmt.Errorf("journal: %w", err)
 		}
+		buf.Write(withCheck(line))
 	}
 	seq := j.nextSeq
 	if err := atomicfile.WriteMode(filepath.Join(j.dir, segmentName(seq)), buf.Bytes(), 0o600); err != nil {
@@ -575,6 +803,10 @@ func (j *Journal) compact() error {
 	recs := make([]record, 0, len(j.order)+len(j.started)+len(j.accepted))
 	for _, id := range j.order {
 		e := j.entries[id]
+		if e.Unknown {
+			recs = append(recs, record{Op: opUnknown, ID: id, At: e.At.UnixMilli()})
+			continue
+		}
 		recs = append(recs, record{Op: opDone, ID: id, At: e.At.UnixMilli(), Resp: e.Response, Replay: e.Replay})
 		if e.Sent {
 			recs = append(recs, record{Op: opSent, ID: id})

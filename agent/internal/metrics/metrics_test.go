@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yuzugo/yuzu/agent/internal/limits"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 )
 
@@ -500,5 +501,39 @@ func TestCommandDoesNotAllocate(t *testing.T) {
 	m.Command("tags", "success", time.Millisecond)
 	if n := testing.AllocsPerRun(100, func() { m.Command("tags", "success", time.Millisecond) }); n != 0 {
 		t.Errorf("Command allocates %v times per call", n)
+	}
+}
+
+// A plugin in a box shows its limits and use; one without a box shows none.
+func TestBoxSeries(t *testing.T) {
+	m := New()
+	m.WatchPlugins(func() []supervisor.Status {
+		return []supervisor.Status{{Name: "bare"}, {Name: "tags", Boxed: true,
+			Limits: limits.Limits{MemoryBytes: 512 << 20, CPUs: 1.5, Tasks: 256},
+			Usage:  limits.Usage{Known: true, MemoryBytes: 10 << 20, MemoryPeak: 20 << 20, Tasks: 7, TasksPeak: 9, TasksRefused: 3, OOMKills: 1, CPUSeconds: 0.25}}}
+	})
+	exp := parseExposition(t, string(m.appendText(nil)))
+	got := map[string]float64{}
+	for _, s := range exp.samples {
+		if strings.Contains(s.key(), "bare") && s.name != "yuzu_agent_plugin_restarts_total" {
+			t.Errorf("a plugin without a box has %s", s.name)
+		}
+		got[s.name+s.key()] = s.value
+	}
+	for k, want := range map[string]float64{
+		`yuzu_agent_plugin_memory_limit_bytes{plugin="tags"}`:  512 << 20,
+		`yuzu_agent_plugin_cpu_limit{plugin="tags"}`:           1.5,
+		`yuzu_agent_plugin_tasks_limit{plugin="tags"}`:         256,
+		`yuzu_agent_plugin_memory_bytes{plugin="tags"}`:        10 << 20,
+		`yuzu_agent_plugin_memory_peak_bytes{plugin="tags"}`:   20 << 20,
+		`yuzu_agent_plugin_tasks{plugin="tags"}`:               7,
+		`yuzu_agent_plugin_tasks_peak{plugin="tags"}`:          9,
+		`yuzu_agent_plugin_tasks_refused_total{plugin="tags"}`: 3,
+		`yuzu_agent_plugin_oom_kills_total{plugin="tags"}`:     1,
+		`yuzu_agent_plugin_cpu_seconds_total{plugin="tags"}`:   0.25,
+	} {
+		if v, ok := got[k]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", k, v, ok, want)
+		}
 	}
 }

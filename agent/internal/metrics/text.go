@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/yuzugo/yuzu/agent/supervisor"
 )
 
 // labelValues are the label values of one series, in the order of its family's label
@@ -178,14 +180,16 @@ func (h *histogramVec) appendText(b []byte) []byte {
 	return b
 }
 
+// family is one metric family, written by text.
+type family struct {
+	name string
+	text func([]byte) []byte
+}
+
 // appendText appends every family in the text exposition format, sorted by name.
 func (m *Metrics) appendText(b []byte) []byte {
 	if m == nil {
 		return b
-	}
-	type family struct {
-		name string
-		text func([]byte) []byte
 	}
 	gauge := func(name, help, value string) family {
 		return family{name, func(b []byte) []byte { return appendSingle(b, name, help, "gauge", value) }}
@@ -194,7 +198,8 @@ func (m *Metrics) appendText(b []byte) []byte {
 		return family{name, func(b []byte) []byte { return appendSingle(b, name, help, "counter", value) }}
 	}
 	m.refreshRestarts()
-	families := []family{
+	families := m.boxFamilies()
+	families = append(families, []family{
 		{m.commands.name, m.commands.appendText},
 		{m.latency.name, m.latency.appendText},
 		{m.restarts.name, m.restarts.appendText},
@@ -213,7 +218,7 @@ func (m *Metrics) appendText(b []byte) []byte {
 		gauge("go_goroutines",
 			"Number of goroutines that currently exist.",
 			strconv.Itoa(runtime.NumGoroutine())),
-	}
+	}...)
 	// runtime/metrics reads these without stopping the world, unlike
 	// runtime.ReadMemStats.
 	rt := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/total:bytes"}}
@@ -238,6 +243,67 @@ func (m *Metrics) appendText(b []byte) []byte {
 		b = f.text(b)
 	}
 	return b
+}
+
+// boxFamilies are the per-plugin series of the plugins' boxes: limits and what the
+// current (or last) child uses and used (docs/agent.md "Resource limits"). A plugin
+// without a box, or whose counters cannot be read, has none of them.
+func (m *Metrics) boxFamilies() []family {
+	if m.status == nil {
+		return nil
+	}
+	sts := slices.DeleteFunc(m.status(), func(st supervisor.Status) bool { return !st.Boxed || !st.Usage.Known })
+	if len(sts) == 0 {
+		return nil
+	}
+	type series struct {
+		name, help, kind string
+		value            func(st *supervisor.Status) (float64, bool)
+	}
+	used := func(v int64) (float64, bool) { return float64(v), v >= 0 }
+	all := []series{
+		{"yuzu_agent_plugin_memory_limit_bytes", "Memory limit of a plugin's box.", "gauge",
+			func(st *supervisor.Status) (float64, bool) { return float64(st.Limits.MemoryBytes), true }},
+		{"yuzu_agent_plugin_cpu_limit", "CPU limit of a plugin's box, in CPUs.", "gauge",
+			func(st *supervisor.Status) (float64, bool) { return st.Limits.CPUs, true }},
+		{"yuzu_agent_plugin_tasks_limit", "Task (process and thread) limit of a plugin's box.", "gauge",
+			func(st *supervisor.Status) (float64, bool) { return float64(st.Limits.Tasks), true }},
+		{"yuzu_agent_plugin_memory_bytes", "Memory a plugin's box uses now.", "gauge",
+			func(st *supervisor.Status) (float64, bool) { return used(st.Usage.MemoryBytes) }},
+		{"yuzu_agent_plugin_memory_peak_bytes", "Most memory a plugin's box used since its child started (0 where the kernel keeps no peak).", "gauge",
+			func(st *supervisor.Status) (float64, bool) { return used(st.Usage.MemoryPeak) }},
+		{"yuzu_agent_plugin_tasks", "Tasks in a plugin's box now.", "gauge",
+			func(st *supervisor.Status) (float64, bool) { return used(st.Usage.Tasks) }},
+		{"yuzu_agent_plugin_tasks_peak", "Most tasks in a plugin's box since its child started (0 where the kernel keeps no peak).", "gauge",
+			func(st *supervisor.Status) (float64, bool) { return used(st.Usage.TasksPeak) }},
+		{"yuzu_agent_plugin_tasks_refused_total", "Forks refused at a plugin box's task limit, for its current child.", "counter",
+			func(st *supervisor.Status) (float64, bool) { return used(st.Usage.TasksRefused) }},
+		{"yuzu_agent_plugin_oom_kills_total", "Processes killed at a plugin box's memory limit, for its current child.", "counter",
+			func(st *supervisor.Status) (float64, bool) { return used(st.Usage.OOMKills) }},
+		{"yuzu_agent_plugin_cpu_seconds_total", "CPU time a plugin's current child and its processes used.", "counter",
+			func(st *supervisor.Status) (float64, bool) { return st.Usage.CPUSeconds, true }},
+	}
+	names := []string{"plugin"}
+	var out []family
+	for _, s := range all {
+		out = append(out, family{s.name, func(b []byte) []byte {
+			b = appendHeader(b, s.name, s.help, s.kind)
+			for i := range sts {
+				st := &sts[i]
+				v, ok := s.value(st)
+				if !ok {
+					continue
+				}
+				b = append(b, s.name...)
+				b = appendLabels(b, names, labelValues{st.Name}.sanitize(), "")
+				b = append(b, ' ')
+				b = append(b, formatFloat(v)...)
+				b = append(b, '\n')
+			}
+			return b
+		}})
+	}
+	return out
 }
 
 // appendSingle appends a family of one series without labels.

@@ -58,10 +58,13 @@ const (
 // The texts of the answers the agent gives itself (docs/fleet.md).
 const (
 	msgDuplicate = "duplicate command still in flight"
-	msgExpired   = "command expired"
-	msgStopping  = "agent is shutting down"
-	msgCancelled = "command cancelled: the agent is stopping"
-	timingPrefix = "__timing__|exec_ms="
+	// msgOutcomeUnknown answers a repeat of a command the damaged journal lost the
+	// outcome of.
+	msgOutcomeUnknown = "command outcome unknown: the agent's journal record of it was damaged; it was not run again"
+	msgExpired        = "command expired"
+	msgStopping       = "agent is shutting down"
+	msgCancelled      = "command cancelled: the agent is stopping"
+	timingPrefix      = "__timing__|exec_ms="
 )
 
 // command is one command in flight.
@@ -291,8 +294,17 @@ func (s *Session) pluginLabel(name string) string {
 	return metrics.OtherPlugin
 }
 
-// replay answers a repeated command id with the recorded answer, freshly dated.
+// replay answers a repeated command id with the recorded answer, freshly dated. A
+// command whose record was damaged is answered as such (docs/fleet.md): it ran, or may
+// have, and must not run again.
 func (s *Session) replay(ctx context.Context, e journal.Entry) {
+	if e.Unknown {
+		s.log.Warn("repeated command id whose journal record was damaged: answering outcome unknown, not running it again", "id", shown(e.ID))
+		_ = s.out.push(ctx, outMsg{resp: running(e.ID, rows.Format("error", msgOutcomeUnknown)), keep: true})
+		_ = s.out.push(ctx, outMsg{resp: &agentv1.CommandResponse{CommandId: e.ID, Status: agentv1.CommandResponse_FAILURE, ExitCode: 1, SentAt: now(),
+			Error: &commonv1.ErrorDetail{Code: "outcome_unknown", Message: msgOutcomeUnknown}}, keep: true})
+		return
+	}
 	resp := &agentv1.CommandResponse{}
 	if err := proto.Unmarshal(e.Response, resp); err != nil {
 		s.log.Error("command journal: recorded answer does not decode", "id", shown(e.ID), "error", err)

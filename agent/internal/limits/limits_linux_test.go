@@ -1,0 +1,75 @@
+package limits
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// newBox makes a Host and a box, or skips saying why this machine has none.
+func newBox(t *testing.T, l Limits) (*Host, *Box) {
+	t.Helper()
+	h := New()
+	t.Cleanup(h.Close)
+	b, err := h.Box("test", l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b == nil {
+		t.Skipf("no cgroups here: %s", h.Unavailable())
+	}
+	return h, b
+}
+
+// A box holds what its child starts, also a process that left the child's session
+// and lost its parent; Kill ends them all, and Close removes the box.
+func TestBoxKillsEverything(t *testing.T) {
+	_, b := newBox(t, Default)
+	cmd := exec.Command("/bin/sh", "-c", "/usr/bin/setsid /bin/sleep 3172 </dev/null >/dev/null 2>&1 & echo $!")
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	b.Prepare(cmd)
+	out, err := cmd.Output()
+	if err != nil {
+		b.StartFailed()
+		t.Fatal(err)
+	}
+	if err := b.Started(cmd.Process.Pid); err != nil {
+		t.Log("joining after the start (the shell may have exited):", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("sh printed %q", out)
+	}
+	alive := func() bool {
+		c, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		return err == nil && strings.Contains(string(c), "3172")
+	}
+	for deadline := time.Now().Add(10 * time.Second); !alive(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the sleep did not start")
+		}
+	}
+	if b.v2 == "" {
+		t.Skip("no cgroup v2: the child joins its v1 cgroups only after its start, too late for this shell")
+	}
+	if u := b.Usage(); !u.Known {
+		t.Errorf("usage unknown: %+v", u)
+	}
+	b.Kill()
+	for deadline := time.Now().Add(10 * time.Second); alive(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatal("Kill left the escaped sleep running")
+		}
+	}
+	b.Close()
+	for _, d := range b.dirs() {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("box directory %s not removed: %v", d, err)
+		}
+	}
+}

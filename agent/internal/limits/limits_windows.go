@@ -1,0 +1,177 @@
+package limits
+
+import (
+	"os/exec"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/windows"
+)
+
+// The Windows box is a job object of its own for each child (jobs nest since
+// Windows 8): its memory (JOB_OBJECT_LIMIT_JOB_MEMORY, the job's committed memory,
+// and JOB_OBJECT_LIMIT_PROCESS_MEMORY for each process), a hard CPU rate cap and
+// ActiveProcessLimit, everything the child starts being in the job too. Windows does
+// not kill at the memory limit: allocations past it fail, which ends a Go plugin with
+// "out of memory".
+
+// Host makes boxes.
+type Host struct{}
+
+// New returns a Host.
+func New() *Host { return &Host{} }
+
+// Unavailable is empty: job objects are always there.
+func (*Host) Unavailable() string { return "" }
+
+// Where says what the boxes are.
+func (*Host) Where() string { return "a job object per plugin child" }
+
+// Close does nothing: each box closes its job.
+func (*Host) Close() {}
+
+// Box is one child's job object.
+type Box struct {
+	limits Limits
+	mu     sync.Mutex
+	job    windows.Handle
+	last   Usage
+	closed bool
+}
+
+// jobCPURate is JOBOBJECT_CPU_RATE_CONTROL_INFORMATION with a CpuRate (the union's
+// first member): the share of all processors, in hundredths of a percent.
+type jobCPURate struct {
+	ControlFlags uint32
+	CPURate      uint32
+}
+
+const (
+	cpuRateEnable  = 0x1 // JOB_OBJECT_CPU_RATE_CONTROL_ENABLE
+	cpuRateHardCap = 0x4 // JOB_OBJECT_CPU_RATE_CONTROL_HARD_CAP
+)
+
+// Box makes a job object with limits l.
+func (*Host) Box(_ string, l Limits) (*Box, error) {
+	job, err := windows.CreateJobObject(nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	info := windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION{
+		BasicLimitInformation: windows.JOBOBJECT_BASIC_LIMIT_INFORMATION{
+			LimitFlags: windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE | windows.JOB_OBJECT_LIMIT_JOB_MEMORY |
+				windows.JOB_OBJECT_LIMIT_PROCESS_MEMORY | windows.JOB_OBJECT_LIMIT_ACTIVE_PROCESS,
+			ActiveProcessLimit: uint32(min(l.Tasks, 1<<31)),
+		},
+		JobMemoryLimit:     uintptr(l.MemoryBytes),
+		ProcessMemoryLimit: uintptr(l.MemoryBytes),
+	}
+	if _, err := windows.SetInformationJobObject(job, windows.JobObjectExtendedLimitInformation,
+		uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
+		_ = windows.CloseHandle(job)
+		return nil, err
+	}
+	rate := jobCPURate{ControlFlags: cpuRateEnable | cpuRateHardCap,
+		CPURate: uint32(min(10000, max(1, l.CPUs*10000/float64(runtime.NumCPU()))))}
+	if _, err := windows.SetInformationJobObject(job, windows.JobObjectCpuRateControlInformation,
+		uintptr(unsafe.Pointer(&rate)), uint32(unsafe.Sizeof(rate))); err != nil {
+		_ = windows.CloseHandle(job)
+		return nil, err
+	}
+	return &Box{limits: l, job: job}, nil
+}
+
+// Limits returns the box's limits.
+func (b *Box) Limits() Limits { return b.limits }
+
+// Prepare does nothing: the child joins the job once started.
+func (*Box) Prepare(*exec.Cmd) {}
+
+// Started puts the child in the job.
+func (b *Box) Started(pid int) error {
+	if b == nil {
+		return nil
+	}
+	h, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, uint32(pid))
+	if err != nil {
+		return err
+	}
+	defer windows.CloseHandle(h)
+	return windows.AssignProcessToJobObject(b.job, h)
+}
+
+// StartFailed closes the job.
+func (b *Box) StartFailed() { b.Close() }
+
+// Kill ends every process in the job.
+func (b *Box) Kill() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.closed {
+		_ = windows.TerminateJobObject(b.job, 1)
+	}
+}
+
+// Close keeps the last counters and closes the job, which ends what is left in it.
+func (b *Box) Close() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	b.last = b.read()
+	b.closed = true
+	_ = windows.CloseHandle(b.job)
+}
+
+// Usage returns the job's counters.
+func (b *Box) Usage() Usage {
+	if b == nil {
+		return Usage{}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return b.last
+	}
+	return b.read()
+}
+
+// read reads the counters; b.mu is held.
+func (b *Box) read() Usage {
+	var u Usage
+	var ext windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION
+	if err := windows.QueryInformationJobObject(b.job, windows.JobObjectExtendedLimitInformation,
+		uintptr(unsafe.Pointer(&ext)), uint32(unsafe.Sizeof(ext)), nil); err == nil {
+		u.Known = true
+		u.MemoryPeak = int64(ext.PeakJobMemoryUsed)
+	}
+	var acct struct {
+		TotalUserTime, TotalKernelTime, ThisPeriodTotalUserTime, ThisPeriodTotalKernelTime int64
+		TotalPageFaultCount, TotalProcesses, ActiveProcesses, TotalTerminatedProcesses     uint32
+	}
+	if err := windows.QueryInformationJobObject(b.job, windows.JobObjectBasicAccountingInformation,
+		uintptr(unsafe.Pointer(&acct)), uint32(unsafe.Sizeof(acct)), nil); err == nil {
+		u.Known = true
+		u.Tasks = int64(acct.ActiveProcesses)
+		u.CPUSeconds = float64(acct.TotalUserTime+acct.TotalKernelTime) / 1e7 // 100 ns units
+	}
+	return u
+}
+
+// OOMKilled says the job's memory peak reached its limit: Windows refuses the
+// allocation rather than killing, and keeps no count of refusals, so reaching the
+// limit within 1 MiB is taken as the cause of an exit.
+func (b *Box) OOMKilled() bool {
+	if b == nil {
+		return false
+	}
+	return b.Usage().MemoryPeak >= b.limits.MemoryBytes-(1<<20)
+}

@@ -1,0 +1,228 @@
+//go:build linux
+
+package integration
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/yuzugo/yuzu/integration/fleetserver"
+)
+
+// The box tests check the plugins' resource limits (docs/agent.md "Resource limits")
+// with the hog test plugin: a plugin over its memory limit, a fork bomb, and a
+// process that double-forked into a session of its own when the agent is killed.
+
+// needBoxes skips the test, saying why, when the agent says it could not apply what
+// the test needs (no cgroup with that controller: not root, no delegation).
+func needBoxes(t *testing.T, log string, what ...string) {
+	t.Helper()
+	const unavailable = "plugin resource limits are not (all) applied"
+	i := strings.Index(log, unavailable)
+	if i < 0 {
+		return
+	}
+	line, _, _ := strings.Cut(log[i:], "\n")
+	for _, w := range what {
+		if strings.Contains(line, w) {
+			t.Skipf("this machine cannot box plugins (%s): %s", w, line)
+		}
+	}
+}
+
+// freeAddr returns a loopback address no one listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// metric returns the value of one series on the agent's metrics page.
+func metric(addr, series string) (float64, bool) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
+}
+
+// TestBoxMemoryLimit: a plugin that allocates 2 GiB is killed at its 512 MiB limit
+// and the command says so; the kill counts as a crash (a restart), the plugin comes
+// back, and the agent and the other plugin keep serving. The metrics page shows the
+// limits and peaks.
+func TestBoxMemoryLimit(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, fleetserver.Options{}, tagsBin, hogBin)
+	addr := freeAddr(t)
+	a := f.agent("--metrics-listen", addr)
+	needBoxes(t, a.stderr.String(), "memory")
+	ctx := testCtx(t, 120*time.Second)
+	expectResult(t, f.do(t, ctx, command("small", "hog", "alloc", "mib=64")), success, 0, "allocated|64")
+	expectResult(t, f.do(t, ctx, command("big", "hog", "alloc", "mib=2048")), failure, 1,
+		"error|plugin exceeded its memory limit (512 MiB)")
+	expectResult(t, f.do(t, ctx, command("count", "tags", "count")), success, 0, "count|0")
+	expectResult(t, f.do(t, ctx, command("back", "hog", "ok")), success, 0, "ok|hog")
+	if v, ok := metric(addr, `yuzu_agent_plugin_restarts_total{plugin="hog"}`); !ok || v != 1 {
+		t.Errorf("hog restarts %v (%v), want 1: the memory kill counts as a crash", v, ok)
+	}
+	if v, _ := metric(addr, `yuzu_agent_plugin_restarts_total{plugin="tags"}`); v != 0 {
+		t.Errorf("tags restarts %v, want 0", v)
+	}
+	for _, p := range []string{"hog", "tags"} {
+		if v, ok := metric(addr, `yuzu_agent_plugin_memory_limit_bytes{plugin="`+p+`"}`); !ok || v != 512<<20 {
+			t.Errorf("%s memory limit on the metrics page: %v (%v)", p, v, ok)
+		}
+		if v, ok := metric(addr, `yuzu_agent_plugin_tasks_limit{plugin="`+p+`"}`); !ok || v != 256 {
+			t.Errorf("%s task limit on the metrics page: %v (%v)", p, v, ok)
+		}
+		if v, ok := metric(addr, `yuzu_agent_plugin_memory_peak_bytes{plugin="`+p+`"}`); !ok || v <= 0 || v > 512<<20 {
+			t.Errorf("%s memory peak on the metrics page: %v (%v)", p, v, ok)
+		}
+	}
+	if code := a.stop(t); code != 0 {
+		t.Errorf("agent exit %d", code)
+	}
+}
+
+// TestBoxMemoryLimitExec: the same through exec, with the limit set per plugin.
+func TestBoxMemoryLimitExec(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tagsBin, hogBin)
+	r := w.exec("hog", "alloc", "mib=400", "--plugin-limits", "hog:memory_mib=256")
+	needBoxes(t, r.stderr, "memory")
+	if r.stdout != agentError("plugin exceeded its memory limit (256 MiB)") || r.code != 1 {
+		t.Errorf("over a 256 MiB limit: %s", r)
+	}
+	// The same allocation within the default limit.
+	if r := w.exec("hog", "alloc", "mib=400"); r.code != 0 || !strings.HasPrefix(r.stdout, "allocated|400\n") {
+		t.Errorf("within the default limit: %s", r)
+	}
+	plugins := func(args ...string) run {
+		return runAgent(t, nil, append([]string{"--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins"}, args...)...)
+	}
+	if r := plugins("--plugin-limits", "*:memory_mib=128,tasks=100;tags:cpus=0.5"); r.code != 0 ||
+		!regexp.MustCompile(`(?m)^hog .* [0-9-]+ MiB/128 MiB +[0-9-]+/100 +1 `).MatchString(r.stdout) ||
+		!regexp.MustCompile(`(?m)^tags .* [0-9-]+ MiB/128 MiB +[0-9-]+/100 +0\.5 `).MatchString(r.stdout) {
+		t.Errorf("plugins does not show the limits given: %s", r)
+	}
+	if r := plugins("--plugin-limits", "hog:memory_mib=lots"); r.code != 2 || !strings.Contains(r.stderr, "memory_mib") {
+		t.Errorf("a bad limit is not refused: %s", r)
+	}
+}
+
+// tagged counts the processes whose command line holds tag.
+func tagged(tag string) int {
+	des, _ := os.ReadDir("/proc")
+	n := 0
+	for _, de := range des {
+		if _, err := strconv.Atoi(de.Name()); err != nil {
+			continue
+		}
+		b, _ := os.ReadFile("/proc/" + de.Name() + "/cmdline")
+		if strings.Contains(string(b), tag) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestBoxForkBomb: a fork bomb in a plugin is held at its task limit while the agent
+// and the other plugin keep serving, and nothing of it is left once the agent has
+// stopped the plugin.
+func TestBoxForkBomb(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, fleetserver.Options{}, tagsBin, hogBin)
+	addr := freeAddr(t)
+	const limit = 64
+	a := f.agent("--metrics-listen", addr, "--plugin-limits", fmt.Sprintf("hog:tasks=%d", limit))
+	needBoxes(t, a.stderr.String(), "pids")
+	ctx := testCtx(t, 120*time.Second)
+	tag := fmt.Sprintf("yuzu-bomb-%d", time.Now().UnixNano())
+	r := f.do(t, ctx, command("bomb", "hog", "forkbomb", "tag="+tag))
+	if r.Terminal.GetStatus() != success {
+		t.Fatalf("the bomb did not start: %+v", r)
+	}
+	most := 0
+	waitFor(t, 60*time.Second, "forks refused at the task limit", func() bool {
+		most = max(most, tagged(tag))
+		v, _ := metric(addr, `yuzu_agent_plugin_tasks_refused_total{plugin="hog"}`)
+		return v > 0
+	})
+	for range 20 {
+		most = max(most, tagged(tag))
+	}
+	if most > limit || most == 0 {
+		t.Errorf("at most %d processes of the bomb seen, want 1 to %d", most, limit)
+	}
+	if v, ok := metric(addr, `yuzu_agent_plugin_tasks{plugin="hog"}`); !ok || v > limit {
+		t.Errorf("tasks in the box %v (%v), want at most %d", v, ok, limit)
+	}
+	expectResult(t, f.do(t, ctx, command("count", "tags", "count")), success, 0, "count|0")
+	if code := a.stop(t); code != 0 {
+		t.Errorf("agent exit %d", code)
+	}
+	waitFor(t, 10*time.Second, "the bomb's processes to be gone", func() bool { return tagged(tag) == 0 })
+}
+
+// gone says pid no longer runs a sleep with the given command line (exited, reaped or
+// a zombie no one reaps).
+func gone(pid int, cmdline string) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	return err != nil || strings.ReplaceAll(string(b), "\x00", " ") != cmdline
+}
+
+// TestBoxEndsEscapedAfterAgentKill: a process that double-forked into a session of its
+// own (its parent gone, outside the plugin's process group) is gone once the agent is
+// SIGKILLed: it is still in the plugin's box, which the plugin ends as the agent dies.
+// Before boxes it lived on (docs/agent.md named the gap).
+func TestBoxEndsEscapedAfterAgentKill(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, fleetserver.Options{}, hogBin)
+	a := f.agent()
+	needBoxes(t, a.stderr.String(), "cgroup v2")
+	ctx := testCtx(t, 60*time.Second)
+	const seconds = "3171"
+	r := f.do(t, ctx, command("escape", "hog", "escape", "seconds="+seconds))
+	if r.Terminal.GetStatus() != success || len(r.Rows) != 1 {
+		t.Fatalf("escape: %+v", r)
+	}
+	pid, err := strconv.Atoi(strings.TrimPrefix(r.Rows[0], "escaped|"))
+	if err != nil {
+		t.Fatalf("row %q", r.Rows[0])
+	}
+	cmdline := "/bin/sleep " + seconds + " "
+	if gone(pid, cmdline) {
+		t.Fatalf("the escaped sleep %d is not running", pid)
+	}
+	t.Cleanup(func() {
+		if !gone(pid, cmdline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	if err := a.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	a.wait(t, 10*time.Second)
+	waitFor(t, 20*time.Second, "the escaped sleep to be gone after the agent's SIGKILL", func() bool { return gone(pid, cmdline) })
+}
