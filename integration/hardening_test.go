@@ -930,13 +930,13 @@ func TestKillDuringTagsSet(t *testing.T) {
 			time.Sleep(rand.N(50 * time.Millisecond))
 		} else {
 			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-				if procState(vpid) == "Z" || slices.ContainsFunc(childrenOf(vpid), func(pid int) bool { return exePath(pid) == vplugin }) {
+				if procState(vpid) == "Z" || slices.ContainsFunc(childrenOf(vpid), func(pid int) bool { return runs(pid, vplugin) }) {
 					break
 				}
 			}
 			time.Sleep(rand.N(60 * time.Millisecond))
 		}
-		child := slices.ContainsFunc(childrenOf(vpid), func(pid int) bool { return exePath(pid) == vplugin })
+		child := slices.ContainsFunc(childrenOf(vpid), func(pid int) bool { return runs(pid, vplugin) })
 		_ = cmds[victim].Process.Signal(syscall.SIGKILL)
 		killedAt := time.Now()
 		for i, c := range cmds {

@@ -293,7 +293,7 @@ func TestSupervisorHealthPing(t *testing.T) {
 	t.Cleanup(func() {
 		// Only signal the pid while it still runs our binary: once reaped, it may be
 		// someone else's.
-		if exePath(pid) == path && alive(pid) {
+		if runs(pid, path) && alive(pid) {
 			_ = syscall.Kill(pid, syscall.SIGCONT)
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
