@@ -74,8 +74,10 @@ scripts/test-windows.sh "$summary" || rc=$?
 # grep reads the whole list (no -q): with pipefail, a grep -q that stops at its match
 # can make the writer die of SIGPIPE and the test fail (it did, on a loaded machine).
 if modules | grep -x integration >/dev/null; then
+	# The bound stops a hang, not a slow run: on a quiet two-core machine the package
+	# takes a few minutes, on a loaded one over ten.
 	PKGS=$(cd integration && go list ./... | grep -v '/integration/wine$' | sed 's|^github.com/yuzugo/yuzu/integration|.|' | tr '\n' ' ') \
-		gotest integration -count=1 -timeout 10m
+		gotest integration -count=1 -timeout 20m
 else
 	echo "FAIL integration: the module is missing from go.work" >>"$summary"
 	failed+=(integration)
