@@ -22,7 +22,7 @@ func main() {
 
 func newPlugin() *sdk.Plugin {
 	p := sdk.New("hog", "0.0.1", "Integration test plugin: uses more than its box allows")
-	leg := sdk.Supported(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "in_process"})
+	leg := sdk.OnAll(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "in_process"})
 	p.Handle("ok", ok, sdk.Describe("Answers ok|hog"), leg)
 	p.Handle("alloc", alloc, sdk.Describe("Allocates mib MiB and touches every page, then answers allocated|MiB"), leg)
 	p.Handle("forkbomb", forkbomb, sdk.Describe("Starts a shell fork bomb whose processes carry the tag, answers started|pid and leaves it running"), leg)
@@ -32,7 +32,7 @@ func newPlugin() *sdk.Plugin {
 
 func ok(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 	out.Row("ok", "hog")
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 // keep holds the allocations so that the collector cannot free them.
@@ -52,7 +52,7 @@ func alloc(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, er
 		keep = append(keep, b)
 	}
 	out.Row("allocated", strconv.Itoa(mib))
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 func forkbomb(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
@@ -68,7 +68,7 @@ func forkbomb(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result,
 	}
 	go func() { _ = bomb.Wait() }()
 	out.Row("started", strconv.Itoa(bomb.Process.Pid))
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
 
 func escape(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
@@ -101,5 +101,5 @@ func escape(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result,
 		}
 	}
 	out.Row("escaped", strconv.Itoa(pid))
-	return sdk.Undeclared(), nil
+	return sdk.Done(), nil
 }
