@@ -262,7 +262,8 @@ func TestJunkInPluginDir(t *testing.T) {
 	}
 	rows := tableRows(r.stdout)
 	for name, state := range map[string]string{"tags": "running", "foo-bar": "refused", "adir": "refused"} {
-		if rows[name] == nil || rows[name][2] != state {
+		// NAME VERSION PROTOCOL STATE ...
+		if rows[name] == nil || rows[name][3] != state {
 			t.Errorf("plugins: want %s %s, have %v\n%s", name, state, rows[name], r.stdout)
 		}
 	}

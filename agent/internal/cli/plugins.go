@@ -415,6 +415,11 @@ func checkShipped(m host.Manifest) (defs []definition.Definition, problems []str
 	if err != nil {
 		return nil, []string{err.Error()}
 	}
+	if len(defs) == 0 {
+		// A plugin that ships no definitions and declares no vendor to derive them
+		// from is run by plugin and action only; there is nothing to agree with.
+		return nil, nil
+	}
 	for _, d := range definition.CheckAgreement(m.Name, m.Actions, defs) {
 		problems = append(problems, d.Error())
 	}
