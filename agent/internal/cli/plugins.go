@@ -92,9 +92,20 @@ func boxCells(st supervisor.Status) (mem, tasks, cpu string) {
 		}
 		return f(v)
 	}
-	mem = peak(st.Usage.MemoryPeak, limits.MiB) + "/" + limits.MiB(st.Limits.MemoryBytes)
-	tasks = peak(st.Usage.TasksPeak, func(n int64) string { return strconv.FormatInt(n, 10) }) + "/" + strconv.FormatInt(st.Limits.Tasks, 10)
-	cpu = strconv.FormatFloat(st.Limits.CPUs, 'f', -1, 64)
+	// A zero limit is one the system could not enforce (limits.Limits).
+	limit := func(v int64, f func(int64) string) string {
+		if v <= 0 {
+			return "none"
+		}
+		return f(v)
+	}
+	count := func(n int64) string { return strconv.FormatInt(n, 10) }
+	mem = peak(st.Usage.MemoryPeak, limits.MiB) + "/" + limit(st.Limits.MemoryBytes, limits.MiB)
+	tasks = peak(st.Usage.TasksPeak, count) + "/" + limit(st.Limits.Tasks, count)
+	cpu = "none"
+	if st.Limits.CPUs > 0 {
+		cpu = strconv.FormatFloat(st.Limits.CPUs, 'f', -1, 64)
+	}
 	return mem, tasks, cpu
 }
 

@@ -12,7 +12,8 @@ import (
 	"strings"
 )
 
-// Limits bound one plugin child and everything it starts.
+// Limits bound one plugin child and everything it starts. In a box's Limits a zero
+// field is a limit this system could not enforce: nothing is claimed for it.
 type Limits struct {
 	// MemoryBytes is the most memory the box may use; past it the kernel kills it.
 	MemoryBytes int64

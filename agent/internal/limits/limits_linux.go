@@ -265,7 +265,7 @@ func (h *Host) Box(name string, l Limits) (*Box, error) {
 	h.seq++
 	leaf := fmt.Sprintf("%s-%d", name, h.seq)
 	h.mu.Unlock()
-	b := &Box{limits: l, v1: map[string]string{}, fd: -1}
+	b := &Box{limits: h.enforced(l), v1: map[string]string{}, fd: -1}
 	fail := func(err error) (*Box, error) {
 		b.remove()
 		return nil, err
@@ -296,6 +296,23 @@ func (h *Host) Box(name string, l Limits) (*Box, error) {
 		}
 	}
 	return b, nil
+}
+
+// enforced is l with zero for each limit no controller here can hold, so that what
+// the box reports (plugins, metrics) is what is enforced; Unavailable names the
+// missing controllers.
+func (h *Host) enforced(l Limits) Limits {
+	has := func(c string) bool { _, v1 := h.v1[c]; return h.in2[c] || v1 }
+	if !has("memory") {
+		l.MemoryBytes = 0
+	}
+	if !has("cpu") {
+		l.CPUs = 0
+	}
+	if !has("pids") {
+		l.Tasks = 0
+	}
+	return l
 }
 
 // cpuPeriod is the period of cpu.max, in microseconds (the kernel's default).

@@ -1,6 +1,7 @@
 package limits
 
 import (
+	"fmt"
 	"os/exec"
 	"runtime"
 	"sync"
@@ -17,13 +18,28 @@ import (
 // "out of memory".
 
 // Host makes boxes.
-type Host struct{}
+type Host struct {
+	// noCPURate says why jobs here take no CPU rate cap (Wine's do not, nor do
+	// Windows releases before 8): boxes then hold memory and processes only.
+	noCPURate string
+}
 
-// New returns a Host.
-func New() *Host { return &Host{} }
+// New returns a Host, having tried once whether a job takes a CPU rate cap.
+func New() *Host {
+	h := &Host{}
+	job, err := windows.CreateJobObject(nil, nil)
+	if err != nil {
+		return h // Box will fail with the same error, logged per child
+	}
+	defer windows.CloseHandle(job)
+	if err := setCPURate(job, Default.CPUs); err != nil {
+		h.noCPURate = "job objects here take no CPU rate cap (" + err.Error() + "): plugins run without a CPU limit"
+	}
+	return h
+}
 
-// Unavailable is empty: job objects are always there.
-func (*Host) Unavailable() string { return "" }
+// Unavailable says what job objects here cannot limit, empty when they limit all.
+func (h *Host) Unavailable() string { return h.noCPURate }
 
 // Where says what the boxes are.
 func (*Host) Where() string { return "a job object per plugin child" }
@@ -53,7 +69,7 @@ const (
 )
 
 // Box makes a job object with limits l.
-func (*Host) Box(_ string, l Limits) (*Box, error) {
+func (h *Host) Box(_ string, l Limits) (*Box, error) {
 	job, err := windows.CreateJobObject(nil, nil)
 	if err != nil {
 		return nil, err
@@ -70,16 +86,24 @@ func (*Host) Box(_ string, l Limits) (*Box, error) {
 	if _, err := windows.SetInformationJobObject(job, windows.JobObjectExtendedLimitInformation,
 		uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
 		_ = windows.CloseHandle(job)
-		return nil, err
+		return nil, fmt.Errorf("job memory and process limits: %w", err)
 	}
-	rate := jobCPURate{ControlFlags: cpuRateEnable | cpuRateHardCap,
-		CPURate: uint32(min(10000, max(1, l.CPUs*10000/float64(runtime.NumCPU()))))}
-	if _, err := windows.SetInformationJobObject(job, windows.JobObjectCpuRateControlInformation,
-		uintptr(unsafe.Pointer(&rate)), uint32(unsafe.Sizeof(rate))); err != nil {
+	if h.noCPURate != "" {
+		l.CPUs = 0 // not enforced, so not reported as a limit
+	} else if err := setCPURate(job, l.CPUs); err != nil {
 		_ = windows.CloseHandle(job)
-		return nil, err
+		return nil, fmt.Errorf("job CPU rate: %w", err)
 	}
 	return &Box{limits: l, job: job}, nil
+}
+
+// setCPURate caps job at cpus CPUs' worth of time, a hard cap.
+func setCPURate(job windows.Handle, cpus float64) error {
+	rate := jobCPURate{ControlFlags: cpuRateEnable | cpuRateHardCap,
+		CPURate: uint32(min(10000, max(1, cpus*10000/float64(runtime.NumCPU()))))}
+	_, err := windows.SetInformationJobObject(job, windows.JobObjectCpuRateControlInformation,
+		uintptr(unsafe.Pointer(&rate)), uint32(unsafe.Sizeof(rate)))
+	return err
 }
 
 // Limits returns the box's limits.

@@ -261,13 +261,15 @@ func (m *Metrics) boxFamilies() []family {
 		value            func(st *supervisor.Status) (float64, bool)
 	}
 	used := func(v int64) (float64, bool) { return float64(v), v >= 0 }
+	// A zero limit is one the system could not enforce: no series claims it.
+	limit := func(v float64) (float64, bool) { return v, v > 0 }
 	all := []series{
 		{"yuzu_agent_plugin_memory_limit_bytes", "Memory limit of a plugin's box.", "gauge",
-			func(st *supervisor.Status) (float64, bool) { return float64(st.Limits.MemoryBytes), true }},
+			func(st *supervisor.Status) (float64, bool) { return limit(float64(st.Limits.MemoryBytes)) }},
 		{"yuzu_agent_plugin_cpu_limit", "CPU limit of a plugin's box, in CPUs.", "gauge",
-			func(st *supervisor.Status) (float64, bool) { return st.Limits.CPUs, true }},
+			func(st *supervisor.Status) (float64, bool) { return limit(st.Limits.CPUs) }},
 		{"yuzu_agent_plugin_tasks_limit", "Task (process and thread) limit of a plugin's box.", "gauge",
-			func(st *supervisor.Status) (float64, bool) { return float64(st.Limits.Tasks), true }},
+			func(st *supervisor.Status) (float64, bool) { return limit(float64(st.Limits.Tasks)) }},
 		{"yuzu_agent_plugin_memory_bytes", "Memory a plugin's box uses now.", "gauge",
 			func(st *supervisor.Status) (float64, bool) { return used(st.Usage.MemoryBytes) }},
 		{"yuzu_agent_plugin_memory_peak_bytes", "Most memory a plugin's box used since its child started (0 where the kernel keeps no peak).", "gauge",
