@@ -80,13 +80,13 @@ func TestBoxClaimsOnlyEnforcedLimits(t *testing.T) {
 	l := Limits{MemoryBytes: 64 << 20, CPUs: 1.5, Tasks: 32}
 	for _, c := range []struct {
 		name string
-		h    Host
+		h    *Host
 		want Limits
 	}{
-		{"all in v2", Host{in2: map[string]bool{"memory": true, "cpu": true, "pids": true}}, l},
-		{"v2 memory, v1 pids, no cpu", Host{in2: map[string]bool{"memory": true}, v1: map[string]string{"pids": "/x"}},
+		{"all in v2", &Host{in2: map[string]bool{"memory": true, "cpu": true, "pids": true}}, l},
+		{"v2 memory, v1 pids, no cpu", &Host{in2: map[string]bool{"memory": true}, v1: map[string]string{"pids": "/x"}},
 			Limits{MemoryBytes: 64 << 20, Tasks: 32}},
-		{"none", Host{}, Limits{}},
+		{"none", &Host{}, Limits{}},
 	} {
 		if got := c.h.enforced(l); got != c.want {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
