@@ -341,11 +341,11 @@ func (s *Session) run(c *command) {
 	done := make(chan outcome, 1)
 	go func() {
 		res, err := s.disp.Do(s.cmdCtx, supervisor.Request{
-			ID:       c.id,
-			Plugin:   req.GetPlugin(),
-			Action:   req.GetAction(),
-			Params:   req.GetParameters(),
-			Timeout:  s.o.Timeout,
+			ID:         c.id,
+			Plugin:     req.GetPlugin(),
+			Action:     req.GetAction(),
+			Params:     req.GetParameters(),
+			Timeout:    s.o.Timeout,
 			Deadline:   deadline,
 			OnProgress: rel.progress,
 		}, rel.rows)
