@@ -922,3 +922,31 @@ func TestFleetGoroutineDump(t *testing.T) {
 		t.Errorf("SIGTERM after the dump: exit %d", code)
 	}
 }
+
+// TestFleetProgress: a real plugin's Output.Progress (the hello example's count)
+// reaches the fleet server as RUNNING __progress__ messages, counting up, before the
+// terminal answer and never after it (the server helper would show a late one as a
+// row, which expectResult refuses).
+func TestFleetProgress(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, fleetserver.Options{}, helloBin)
+	f.agent()
+	ctx := testCtx(t, 120*time.Second)
+	r := f.do(t, ctx, command("count-1", "hello", "count", "n=25", "pause_ms=100"))
+	want := make([]string, 25)
+	for i := range want {
+		want[i] = "number|" + strconv.Itoa(i+1)
+	}
+	expectResult(t, r, success, 0, want...)
+	if len(r.Progress) == 0 {
+		t.Fatal("no progress message")
+	}
+	last := 0
+	for _, p := range r.Progress {
+		var done int
+		if _, err := fmt.Sscanf(p, "__progress__|done=%d|total=25|unit=numbers", &done); err != nil || done <= last || done > 25 {
+			t.Errorf("progress %q (after done=%d): want done counting up to 25 of 25 numbers", p, last)
+		}
+		last = done
+	}
+}

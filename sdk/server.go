@@ -13,13 +13,12 @@ import (
 
 	"github.com/yuzugo/yuzu/sdk/internal/pluginv1"
 	"github.com/yuzugo/yuzu/sdk/internal/wire"
-	"github.com/yuzugo/yuzu/sdk/params"
 )
 
 func init() {
-	wire.NewServer = func(p any) pluginv1.PluginServiceServer {
-		return newServer(p.(*Plugin), hclog.NewNullLogger())
-	}
+	wire.RegisterServer(func(p *Plugin) pluginv1.PluginServiceServer {
+		return newServer(p, hclog.NewNullLogger())
+	})
 }
 
 // server implements the protocol for one Plugin.
@@ -99,11 +98,10 @@ func (s *server) Execute(req *pluginv1.ExecuteRequest, stream pluginv1.PluginSer
 			s.mu.Unlock()
 		}()
 	}
-	var deadline time.Time
-	if d := req.GetDeadline(); d != nil && (d.Seconds != 0 || d.Nanos != 0) {
-		deadline = d.AsTime()
+	r := requestFromProto(req)
+	if !r.Deadline.IsZero() {
 		var cancelDeadline context.CancelFunc
-		ctx, cancelDeadline = context.WithDeadline(ctx, deadline)
+		ctx, cancelDeadline = context.WithDeadline(ctx, r.Deadline)
 		defer cancelDeadline()
 	}
 
@@ -126,18 +124,11 @@ func (s *server) Execute(req *pluginv1.ExecuteRequest, stream pluginv1.PluginSer
 	s.mu.RLock()
 	cfg := s.cfg
 	s.mu.RUnlock()
-	log := s.log.With("action", req.GetAction())
-	if id := req.GetCommandId(); id != "" {
+	log := s.log.With("action", r.Action)
+	if id := r.CommandID; id != "" {
 		log = log.With("command_id", id)
 	}
-	r := &Request{
-		CommandID: req.GetCommandId(),
-		Action:    req.GetAction(),
-		Params:    params.New(req.GetParameters()),
-		Deadline:  deadline,
-		Config:    cfg,
-		Log:       log,
-	}
+	r.Config, r.Log = cfg, log
 	var res Result
 	if a, ok := s.p.byName[r.Action]; ok {
 		if err := CheckParams(a.Params, req.GetParameters()); err != nil {

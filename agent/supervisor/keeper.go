@@ -368,16 +368,13 @@ func (k *keeper) failure(reason string) {
 	k.restarts = append(kept, now)
 	k.total++
 	k.lastErr = reason
-	if len(k.restarts) > o.RestartBudget {
+	delay, restart := o.restartPolicy().Backoff(len(k.restarts))
+	if !restart {
 		k.failedUntil = now.Add(o.FailedFor)
 		k.lastErr = fmt.Sprintf("restarted %d times within %s, last error: %s", len(k.restarts)-1, Seconds(o.RestartWindow), reason)
 		k.transition(StateFailed, k.lastErr)
 		k.answer(acquired{err: &FailedError{Plugin: k.bin.Name, Reason: k.lastErr, Until: k.failedUntil}})
 		return
-	}
-	delay := o.BackoffMin << (len(k.restarts) - 1)
-	if delay > o.BackoffMax || delay <= 0 {
-		delay = o.BackoffMax
 	}
 	k.transition(StateBackoff, reason)
 	// Restart eagerly, so the plugin is warm for the next command.

@@ -34,6 +34,7 @@ type Options struct {
 	LogLevel     string
 	Logger       hclog.Logger
 
+	// The restart numbers; their defaults are host.DefaultRestartPolicy.
 	BackoffMin    time.Duration // first restart delay, doubled per restart: 100 ms
 	BackoffMax    time.Duration // 30 s
 	RestartBudget int           // restarts allowed within RestartWindow: 5
@@ -63,16 +64,17 @@ func (o *Options) defaults() {
 			*d = v
 		}
 	}
-	def(&o.BackoffMin, 100*time.Millisecond)
-	def(&o.BackoffMax, 30*time.Second)
-	def(&o.RestartWindow, 60*time.Second)
-	def(&o.FailedFor, 5*time.Minute)
+	rp := host.DefaultRestartPolicy()
+	def(&o.BackoffMin, rp.BackoffMin)
+	def(&o.BackoffMax, rp.BackoffMax)
+	def(&o.RestartWindow, rp.Window)
+	def(&o.FailedFor, rp.FailedFor)
 	def(&o.PingInterval, 10*time.Second)
 	def(&o.Grace, 5*time.Second)
 	def(&o.StartTimeout, 10*time.Second)
 	def(&o.StopGrace, 2*time.Second)
 	if o.RestartBudget <= 0 {
-		o.RestartBudget = 5
+		o.RestartBudget = rp.Budget
 	}
 	if o.PingMisses <= 0 {
 		o.PingMisses = 3
@@ -80,6 +82,12 @@ func (o *Options) defaults() {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
+}
+
+// restartPolicy is the options' restart numbers as the policy that applies them.
+func (o *Options) restartPolicy() host.RestartPolicy {
+	return host.RestartPolicy{BackoffMin: o.BackoffMin, BackoffMax: o.BackoffMax,
+		Budget: o.RestartBudget, Window: o.RestartWindow, FailedFor: o.FailedFor}
 }
 
 // Supervisor manages the plugins of one plugin directory.

@@ -227,10 +227,12 @@ func (s *Server) ResponseIDs() []string {
 // Result is a command's answer as the server assembles it.
 type Result struct {
 	// Rows are the rows of the RUNNING messages, split at newlines, without the
-	// timing message.
+	// timing and progress messages.
 	Rows []string
 	// Timing is the __timing__ message, if any.
 	Timing string
+	// Progress are the __progress__ messages, in order.
+	Progress []string
 	// Messages counts the RUNNING messages that carried rows.
 	Messages int
 	// Terminal is the first terminal (non-RUNNING) response.
@@ -251,6 +253,13 @@ func (s *Server) Result(id string) Result {
 			}
 		case strings.HasPrefix(resp.GetOutput(), "__timing__|"):
 			r.Timing = resp.GetOutput()
+		case strings.HasPrefix(resp.GetOutput(), "__progress__|"):
+			if r.Terminal != nil {
+				// Never after the terminal: kept where a test sees it as a row.
+				r.Rows = append(r.Rows, resp.GetOutput())
+				break
+			}
+			r.Progress = append(r.Progress, resp.GetOutput())
 		case resp.GetOutput() != "":
 			r.Messages++
 			r.Rows = append(r.Rows, strings.Split(resp.GetOutput(), "\n")...)

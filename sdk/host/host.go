@@ -187,7 +187,7 @@ func (c *Client) Execute(ctx context.Context, cmd Command, onRows func(rows []st
 	stopCancel := context.AfterFunc(ctx, func() {
 		cctx, done := context.WithTimeout(context.Background(), cancelTimeout)
 		defer done()
-		if _, err := c.rpc.Cancel(cctx, &pluginv1.CancelRequest{InvocationId: inv}); err != nil {
+		if _, err := c.rpc.Cancel(cctx, cancelToProto(inv)); err != nil {
 			cancelStream()
 		}
 	})
@@ -210,8 +210,7 @@ func (c *Client) Execute(ctx context.Context, cmd Command, onRows func(rows []st
 			}
 		case *pluginv1.ExecuteResponse_Progress:
 			if cmd.OnProgress != nil {
-				p := e.Progress
-				cmd.OnProgress(p.GetDone(), p.GetTotal(), p.GetUnit())
+				cmd.OnProgress(progressFromProto(e.Progress))
 			}
 		case *pluginv1.ExecuteResponse_Result:
 			return resultFromProto(e.Result), ctx.Err()

@@ -73,7 +73,11 @@ func New(t testing.TB, p *sdk.Plugin, cfg sdk.Config) *Harness {
 	}
 	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer(grpc.MaxRecvMsgSize(wire.MaxMessageBytes), grpc.MaxSendMsgSize(wire.MaxMessageBytes))
-	pluginv1.RegisterPluginServiceServer(srv, wire.NewServer(p))
+	impl, err := wire.NewServer(p)
+	if err != nil {
+		t.Fatalf("sdktest: %v", err)
+	}
+	pluginv1.RegisterPluginServiceServer(srv, impl)
 	go func() { _ = srv.Serve(lis) }()
 	conn, err := grpc.NewClient("passthrough:///bufconn",
 		append(host.DialOptions(),

@@ -65,7 +65,14 @@ const (
 	msgStopping       = "agent is shutting down"
 	msgCancelled      = "command cancelled: the agent is stopping"
 	timingPrefix      = "__timing__|exec_ms="
+	// progressKind begins a progress message: __progress__|done=N|total=M|unit=U
+	// (docs/fleet.md).
+	progressKind = "__progress__"
 )
+
+// progressEvery is the least time between two progress messages of one command: the
+// fleet link carries what an operator can read, not every report the plugin makes.
+const progressEvery = time.Second
 
 // command is one command in flight.
 type command struct {
@@ -329,17 +336,18 @@ func (s *Session) run(c *command) {
 		}
 	}
 	req := c.req
-	rel := &relay{s: s, id: c.id}
+	rel := &relay{s: s, id: c.id, every: progressEvery}
 	deadline := time.Now().Add(s.o.Timeout)
 	done := make(chan outcome, 1)
 	go func() {
 		res, err := s.disp.Do(s.cmdCtx, supervisor.Request{
-			ID:       c.id,
-			Plugin:   req.GetPlugin(),
-			Action:   req.GetAction(),
-			Params:   req.GetParameters(),
-			Timeout:  s.o.Timeout,
-			Deadline: deadline,
+			ID:         c.id,
+			Plugin:     req.GetPlugin(),
+			Action:     req.GetAction(),
+			Params:     req.GetParameters(),
+			Timeout:    s.o.Timeout,
+			Deadline:   deadline,
+			OnProgress: rel.progress,
 		}, rel.rows)
 		done <- outcome{res, err}
 	}()
@@ -526,12 +534,14 @@ func statusLabel(st agentv1.CommandResponse_Status) string {
 // relay collects a command's rows into RUNNING messages of at most maxOutput bytes,
 // rows joined by "\n". Once the command's last rows are in (end), it refuses more.
 type relay struct {
-	s  *Session
-	id string
+	s     *Session
+	id    string
+	every time.Duration // least time between two progress messages
 
-	mu    sync.Mutex
-	buf   []byte
-	ended bool
+	mu           sync.Mutex
+	buf          []byte
+	ended        bool
+	progressLast time.Time
 }
 
 // errAnswered refuses the rows of a command that has been answered already.
@@ -545,6 +555,26 @@ func (r *relay) rows(batch []string) error {
 		return errAnswered
 	}
 	return r.add(batch)
+}
+
+// progress sends a progress report as a RUNNING __progress__ message: at most one
+// every r.every (later reports in that time are dropped; the next one after it goes),
+// never once the command's last rows are in (so never after its terminal answer), and
+// never at the cost of waiting: with the outbox full the report is dropped, as rows and
+// answers matter more.
+func (r *relay) progress(done, total uint64, unit string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if r.ended || (!r.progressLast.IsZero() && now.Sub(r.progressLast) < r.every) {
+		return
+	}
+	// The unit comes from the plugin: escaped and bounded like server text.
+	msg := running(r.id, rows.Format(progressKind, "done="+strconv.FormatUint(done, 10),
+		"total="+strconv.FormatUint(total, 10), "unit="+shown(unit)))
+	if r.s.out.offer(outMsg{resp: msg, kind: kindProgress}) {
+		r.progressLast = now
+	}
 }
 
 // end adds the command's last row (none when empty), sends what is collected and

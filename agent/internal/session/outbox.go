@@ -59,6 +59,7 @@ const (
 	kindLone     msgKind = iota // no part of an answer the spool keeps: a rejection, a replay, a notice
 	kindRows                    // a RUNNING message of a command's rows
 	kindTiming                  // the command's __timing__ message
+	kindProgress                // a __progress__ message: stale once it left, never sent again
 	kindTerminal                // the command's terminal answer, which never waits for room
 )
 
@@ -66,7 +67,7 @@ const (
 // limit (an empty outbox takes any message, however large); when ctx ends first, it
 // fails, or for a keep message stops waiting and queues it all the same.
 func (o *outbox) push(ctx context.Context, m outMsg) error {
-	m.size = len(m.resp.GetOutput()) + len(m.resp.GetCommandId()) + 64
+	m.size = m.bytes()
 	o.mu.Lock()
 	for m.kind != kindTerminal && o.bytes > 0 && o.bytes+m.size > o.limit {
 		ch := o.changed
@@ -88,6 +89,22 @@ func (o *outbox) push(ctx context.Context, m outMsg) error {
 	o.mu.Unlock()
 	return nil
 }
+
+// offer appends m only if it fits under the limit now (an empty outbox takes it), and
+// reports whether it did. It never waits.
+func (o *outbox) offer(m outMsg) bool {
+	m.size = m.bytes()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.bytes > 0 && o.bytes+m.size > o.limit {
+		return false
+	}
+	o.append(m)
+	return true
+}
+
+// bytes is what m counts against the outbox's limit.
+func (m outMsg) bytes() int { return len(m.resp.GetOutput()) + len(m.resp.GetCommandId()) + 64 }
 
 // append queues m; o.mu is held.
 func (o *outbox) append(m outMsg) {

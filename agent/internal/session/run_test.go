@@ -256,3 +256,65 @@ func TestSessionAnswersAStuckCommand(t *testing.T) {
 		t.Errorf("timing %q, want more than 0 and at most the %d ms the answer took", got[2], answered.Milliseconds())
 	}
 }
+
+// progressPlugins reports progress through the request's OnProgress, as a plugin's
+// Output.Progress reaches the supervisor, then writes a row.
+type progressPlugins struct{ fakePlugins }
+
+func (progressPlugins) Execute(_ context.Context, req supervisor.Request, onRows func([]string) error) (sdk.Result, error) {
+	if req.OnProgress == nil {
+		return sdk.Result{}, errors.New("the session does not take progress")
+	}
+	for i := range uint64(50) {
+		req.OnProgress(i+1, 50, "files")
+	}
+	if err := onRows([]string{"done|" + req.ID}); err != nil {
+		return sdk.Result{}, err
+	}
+	return sdk.Result{Status: sdk.StatusOK}, nil
+}
+
+// The fleet link relays a command's progress as RUNNING __progress__ messages, before
+// its timing and terminal answer and never after.
+func TestSessionRelaysProgress(t *testing.T) {
+	ts, addr, j := serveTest(t)
+	s := New(Options{Server: addr, Plugins: progressPlugins{}, Journal: j, DataDir: t.TempDir(), StopWait: 5 * time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	select {
+	case ts.in <- &agentv1.CommandRequest{CommandId: "p1", Plugin: "p", Action: "scan"}:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the agent did not subscribe")
+	}
+	for deadline := time.Now().Add(30 * time.Second); len(ts.terminal("p1")) == 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	}
+	ts.mu.Lock()
+	got := append([]*agentv1.CommandResponse(nil), ts.got["p1"]...)
+	ts.mu.Unlock()
+	var progress []string
+	terminalAt := -1
+	for i, r := range got {
+		switch {
+		case r.GetStatus() != agentv1.CommandResponse_RUNNING:
+			terminalAt = i
+		case strings.HasPrefix(r.GetOutput(), progressKind+"|"):
+			if terminalAt >= 0 {
+				t.Errorf("progress %q after the terminal answer", r.GetOutput())
+			}
+			progress = append(progress, r.GetOutput())
+		}
+	}
+	if terminalAt < 0 || got[terminalAt].GetStatus() != agentv1.CommandResponse_SUCCESS {
+		t.Fatalf("answers %v, want a SUCCESS terminal", got)
+	}
+	// Fifty reports in a tight loop: the first goes, the rest fall within its second
+	// (a machine slow enough to spread them over seconds lets a few more through).
+	if len(progress) == 0 || len(progress) >= 50 || progress[0] != "__progress__|done=1|total=50|unit=files" {
+		t.Errorf("progress messages %q, want the first report and far fewer than 50", progress)
+	}
+}

@@ -339,3 +339,49 @@ func TestRejectedError(t *testing.T) {
 		t.Error("the documented command id bound is 256 bytes")
 	}
 }
+
+// Progress reports become RUNNING __progress__ messages: at most one per interval,
+// none when the outbox has no room, none once the command's last rows are in.
+func TestRelayProgress(t *testing.T) {
+	s := &Session{out: newOutbox(1000), life: context.Background(), spool: &spool{answers: map[string]*answer{}}}
+	r := &relay{s: s, id: "c", every: time.Hour}
+	for i := range 100 {
+		r.progress(uint64(i), 100, "files\n|x")
+	}
+	r.every = 0
+	if err := r.rows([]string{"row"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.end(""); err != nil {
+		t.Fatal(err)
+	}
+	r.progress(100, 100, "files")
+	var got []string
+	for s.out.len() > 0 {
+		m, _ := s.out.peek(context.Background())
+		s.out.pop()
+		if m.resp.GetStatus() != agentv1.CommandResponse_RUNNING || m.resp.GetCommandId() != "c" {
+			t.Fatalf("message %v", m.resp)
+		}
+		got = append(got, m.resp.GetOutput())
+	}
+	want := []string{`__progress__|done=0|total=100|unit=files\x0a|x`, "row"} // the last field keeps its "|" (package rows)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("messages %q, want %q", got, want)
+	}
+
+	// A full outbox drops the report rather than making the plugin wait.
+	s.out = newOutbox(10)
+	r = &relay{s: s, id: "d"}
+	if err := r.rows([]string{strings.Repeat("r", 100)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.end(""); err != nil { // flushes the row: the outbox is over its limit
+		t.Fatal(err)
+	}
+	r.ended = false
+	r.progress(1, 2, "files")
+	if n := s.out.len(); n != 1 {
+		t.Errorf("%d messages queued, want only the row", n)
+	}
+}

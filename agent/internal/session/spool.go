@@ -317,6 +317,9 @@ func (sp *spool) handed(m outMsg, now time.Time) {
 		a.timingLeft = true
 	case m.kind == kindTerminal && a != nil:
 		a.termLeft, a.leftAt = true, now
+	case m.kind == kindProgress:
+		// Not kept: sent again after a break it would be stale, and could follow the
+		// terminal it preceded.
 	default:
 		sp.lone = append(sp.lone, &handedMsg{m: m, at: now})
 	}

@@ -61,9 +61,26 @@ func Sets(srv pluginv1.PluginServiceServer) map[int]plugin.PluginSet {
 	}
 }
 
-// NewServer builds a plugin's service from an *sdk.Plugin. Package sdk sets it at init
-// so that sdktest can serve a plugin in process without sdk exporting its internals.
-var NewServer func(p any) pluginv1.PluginServiceServer
+// serverFactory builds a plugin's service: a func(*sdk.Plugin)
+// pluginv1.PluginServiceServer that package sdk registers at init, so that sdktest can
+// serve a plugin in process without sdk exporting its internals. Package wire cannot
+// name *sdk.Plugin (sdk imports wire), so the two typed functions below carry the type
+// from each call site: sdk registers a func of its own type and sdktest asks with that
+// same type, both checked by the compiler there.
+var serverFactory any
+
+// RegisterServer sets the factory NewServer uses for plugins of type P.
+func RegisterServer[P any](f func(P) pluginv1.PluginServiceServer) { serverFactory = f }
+
+// NewServer builds the service of p with the factory registered for P. It fails, not
+// panics, when none is: a programming error in the SDK, reported as such.
+func NewServer[P any](p P) (pluginv1.PluginServiceServer, error) {
+	f, ok := serverFactory.(func(P) pluginv1.PluginServiceServer)
+	if !ok {
+		return nil, fmt.Errorf("wire: no server factory registered for %T", p)
+	}
+	return f(p), nil
+}
 
 // ReattachEnv names the line a plugin in debug mode prints (sdk.WithDebug): a host
 // attaches to it with the value instead of starting a child.

@@ -5,18 +5,11 @@ import (
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
-// The plugin side's conversions between the SDK's types and the wire's, in both
-// directions; the host's are in package host, convert.go. The generated types never
-// appear in either package's API.
-
-func configFromProto(req *pluginv1.ConfigureRequest) Config {
-	return Config{
-		AgentID:      req.GetAgentId(),
-		AgentVersion: req.GetAgentVersion(),
-		DataDir:      req.GetDataDir(),
-		LogLevel:     req.GetLogLevel(),
-	}
-}
+// The plugin side's conversions from the SDK's types to the wire's; fromproto.go has
+// the other direction. The host's are in package host, toproto.go and fromproto.go.
+// They cannot share one package per direction: that package would import sdk for its
+// types, and sdk's server would import it back. The generated types never appear in
+// either package's API.
 
 func manifestToProto(p *Plugin) *pluginv1.Manifest {
 	m := &pluginv1.Manifest{

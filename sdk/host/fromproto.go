@@ -1,33 +1,14 @@
 package host
 
 import (
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/internal/pluginv1"
 )
 
-// The host's conversions between the SDK's types and the wire's, in both directions
-// (the plugin side's are in package sdk, convert.go). A plugin built with an older SDK
-// leaves the newer fields empty.
-
-func commandToProto(cmd Command, invocation string) *pluginv1.ExecuteRequest {
-	req := &pluginv1.ExecuteRequest{CommandId: cmd.ID, Action: cmd.Action, Parameters: cmd.Params,
-		InvocationId: invocation, AcceptsProgress: cmd.OnProgress != nil}
-	if !cmd.Deadline.IsZero() {
-		req.Deadline = timestamppb.New(cmd.Deadline)
-	}
-	return req
-}
-
-func configToProto(cfg sdk.Config) *pluginv1.ConfigureRequest {
-	return &pluginv1.ConfigureRequest{
-		AgentId:      cfg.AgentID,
-		AgentVersion: cfg.AgentVersion,
-		DataDir:      cfg.DataDir,
-		LogLevel:     cfg.LogLevel,
-	}
-}
+// The host's conversions from the wire's types to the SDK's and the host's (toproto.go
+// has the other direction; the plugin side's are in package sdk, which cannot share
+// them: see its toproto.go). A plugin built with an older SDK leaves the newer fields
+// empty.
 
 // resultFromProto reads a command's result. A plugin not built with this SDK may
 // send numbers no one defined; they stop here.
@@ -138,4 +119,9 @@ func parameterFromProto(p *pluginv1.Parameter) sdk.Parameter {
 		out.MaxLength = &n
 	}
 	return out
+}
+
+// progressFromProto reads a progress report.
+func progressFromProto(p *pluginv1.Progress) (done, total uint64, unit string) {
+	return p.GetDone(), p.GetTotal(), p.GetUnit()
 }
