@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"os"
 	"os/signal"
@@ -29,6 +30,17 @@ const parentPoll = 500 * time.Millisecond
 // startedByAgent is true when go-plugin started this process as a plugin: it put the
 // magic cookie in the environment. Package variables are set before any init runs.
 var startedByAgent = os.Getenv(wire.Handshake.MagicCookieKey) == wire.Handshake.MagicCookieValue
+
+// serverTLS is the certificate and key the host made for this child (wire.ServerTLSEnv),
+// taken out of the environment before anything could start a process that inherits
+// it; empty when an older host uses go-plugin's AutoMTLS.
+var serverTLS = takeEnv(wire.ServerTLSEnv)
+
+func takeEnv(name string) string {
+	v := os.Getenv(name)
+	_ = os.Unsetenv(name)
+	return v
+}
 
 // handshakeOut is the real stdout, saved by the guard, where go-plugin must print its
 // handshake line. It is nil when the process was not started as a plugin.
@@ -130,6 +142,7 @@ func Serve(p *Plugin, opts ...ServeOption) {
 		VersionedPlugins: wire.Sets(srv),
 		GRPCServer:       grpcServer,
 		Logger:           log,
+		TLSProvider:      tlsProvider,
 	})
 	// plugin.Serve returns when the agent closes the connection.
 	exit(0, closedByAgent)
@@ -166,6 +179,16 @@ func serveDebug(p *Plugin) {
 	srv.shutdown(stopGrace)
 	proctree.KillDescendants(os.Getpid())
 	os.Exit(0)
+}
+
+// tlsProvider gives go-plugin the TLS the host made for this child (docs/agent.md
+// "Mutual TLS"). Without it (an older host) it returns nothing, and go-plugin's
+// AutoMTLS answers the certificate the host sent.
+func tlsProvider() (*tls.Config, error) {
+	if serverTLS == "" {
+		return nil, nil
+	}
+	return wire.ServerTLS(serverTLS, os.Getenv(wire.ClientCertEnv))
 }
 
 // grpcServer builds the plugin's gRPC server with the protocol's message limit.

@@ -85,6 +85,12 @@ func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (
 	pr.onEnd = func() { l.ended(pr) }
 
 	cc := host.ClientConfig(nil) // no Cmd: RunnerFunc below starts the verified image
+	tlsEnv, err := host.MutualTLS(cc)
+	if err != nil {
+		img.release()
+		pr.box.StartFailed()
+		return nil, &StartError{Plugin: b.Name, Err: fmt.Errorf("mutual TLS: %w", err)}
+	}
 	cc.Logger = l.goPluginLog()
 	// go-plugin's own stderr reader only ever sees the empty stream procRunner gives
 	// it (the agent relays stderr itself): a minimal buffer instead of its 64 KiB.
@@ -95,12 +101,13 @@ func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (
 		cc.StartTimeout = time.Until(d)
 	}
 	cc.RunnerFunc = func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
-		// spec carries only go-plugin's variables (handshake cookie, TLS certificate,
-		// socket directory); the child gets those and the allow-listed few of ours.
+		// spec carries only go-plugin's variables (handshake cookie, socket
+		// directory); the child gets those, its TLS (tlsEnv) and the allow-listed few
+		// of ours.
 		pr.cmd = &exec.Cmd{
 			Path: img.execPath,
 			Args: []string{b.Path},
-			Env:  append(childEnv(os.Environ(), hostOS), spec.Env...),
+			Env:  append(append(childEnv(os.Environ(), hostOS), spec.Env...), tlsEnv...),
 		}
 		proctree.Prepare(pr.cmd, true)
 		pr.box.Prepare(pr.cmd)

@@ -41,12 +41,13 @@ func DialOptions() []grpc.DialOption {
 }
 
 // ClientConfig returns the go-plugin client configuration every host starts a yuzu
-// plugin child with: the handshake, gRPC only, automatic mutual TLS, no inherited
-// environment (cmd.Env is all the child gets, plus go-plugin's own variables) and the
-// message size limits. The caller adds what is its own: Logger, StartTimeout,
-// SecureConfig, Stderr.
+// plugin child with: the handshake, gRPC only, mutual TLS (MutualTLS, added to cmd's
+// environment; go-plugin's AutoMTLS when there is no cmd, for a caller that calls
+// MutualTLS itself or attaches to a debug plugin), no inherited environment (cmd.Env
+// is all the child gets, plus go-plugin's own variables) and the message size limits.
+// The caller adds what is its own: Logger, StartTimeout, SecureConfig, Stderr.
 func ClientConfig(cmd *exec.Cmd) *plugin.ClientConfig {
-	return &plugin.ClientConfig{
+	cc := &plugin.ClientConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: PluginSets(),
 		Cmd:              cmd,
@@ -55,6 +56,13 @@ func ClientConfig(cmd *exec.Cmd) *plugin.ClientConfig {
 		SkipHostEnv:      true,
 		GRPCDialOptions:  DialOptions(),
 	}
+	if cmd != nil {
+		// Should the key not be made, go-plugin's AutoMTLS still protects the child.
+		if env, err := MutualTLS(cc); err == nil {
+			cmd.Env = append(cmd.Env, env...)
+		}
+	}
+	return cc
 }
 
 // Manifest is what a plugin says about itself.
