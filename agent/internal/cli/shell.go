@@ -22,6 +22,7 @@ import (
 	"github.com/yuzugo/yuzu/agent/dispatch"
 	"github.com/yuzugo/yuzu/agent/internal/capture"
 	"github.com/yuzugo/yuzu/agent/supervisor"
+	"github.com/yuzugo/yuzu/agent/words"
 	"github.com/yuzugo/yuzu/definitions"
 	"github.com/yuzugo/yuzu/sdk/host"
 	"github.com/yuzugo/yuzu/sdk/rows"
@@ -236,15 +237,15 @@ func (s *shell) do(ctx context.Context, line string) (quit bool) {
 	if trimmed == "" || strings.HasPrefix(trimmed, "#") {
 		return false
 	}
-	words, err := splitWords(line)
+	ws, err := words.Split(line)
 	if err != nil {
 		s.problem(err)
 		return false
 	}
-	if strings.HasPrefix(words[0], ".") {
-		return s.meta(ctx, words)
+	if strings.HasPrefix(ws[0], ".") {
+		return s.meta(ctx, ws)
 	}
-	s.exec(ctx, words)
+	s.exec(ctx, ws)
 	return false
 }
 

@@ -14,38 +14,6 @@ import (
 	"github.com/yuzugo/yuzu/sdk/host"
 )
 
-func TestSplitWords(t *testing.T) {
-	cases := []struct {
-		line string
-		want []string
-	}{
-		{"tags count", []string{"tags", "count"}},
-		{"  tags\tcount  ", []string{"tags", "count"}},
-		{`filesystem read path='/tmp/a b'`, []string{"filesystem", "read", "path=/tmp/a b"}},
-		{`tags set key=k value="say \"hi\" \\ \n"`, []string{"tags", "set", "key=k", `value=say "hi" \ \n`}},
-		{`tags set key=k value=a\ b\'c`, []string{"tags", "set", "key=k", "value=a b'c"}},
-		{`tags set key=k value=''`, []string{"tags", "set", "key=k", "value="}},
-		{`x "a"'b'c`, []string{"x", "abc"}},
-		{`x 'it''s'`, []string{"x", "its"}},
-		{"", nil},
-	}
-	for _, c := range cases {
-		got, err := splitWords(c.line)
-		if err != nil {
-			t.Errorf("splitWords(%q): %v", c.line, err)
-			continue
-		}
-		if !reflect.DeepEqual(got, c.want) {
-			t.Errorf("splitWords(%q) = %q, want %q", c.line, got, c.want)
-		}
-	}
-	for _, bad := range []string{`x 'open`, `x "open`, `x "esc\"`, `x trailing\`, "x \xff"} {
-		if got, err := splitWords(bad); err == nil {
-			t.Errorf("splitWords(%q) = %q, want an error", bad, got)
-		}
-	}
-}
-
 func testDeclared() *declared {
 	enum := []string{"sha256", "sha1", "md5"}
 	m := host.Manifest{Name: "filesystem", Actions: []sdk.Action{
