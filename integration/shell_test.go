@@ -48,15 +48,8 @@ func newScreen(r io.Reader) *screen {
 	return s
 }
 
-// mark is where the screen's text ends now; waitFor looks only past a mark.
-func (s *screen) mark() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Len()
-}
-
-// waitFor waits until the text written since from holds want and returns the mark
-// just past it.
+// waitFor waits until the text written since offset from holds want and returns the
+// offset just past it, so that the next wait looks only at what came later.
 func (s *screen) waitFor(t *testing.T, from int, want string) int {
 	t.Helper()
 	deadline := time.After(agentTimeout)

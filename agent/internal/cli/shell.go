@@ -73,9 +73,6 @@ func runShell(cfg config, log hclog.Logger, args []string, stdin io.Reader, stdo
 		return 0, usagef("shell takes no arguments, got %q", rows.Printable(args[0]))
 	}
 	s := &shell{cfg: cfg, out: stdout, msg: stderr, format: "capture"}
-	ctx, stop := s.signals()
-	defer stop()
-
 	in, inFile := stdin.(*os.File)
 	out, outFile := stdout.(*os.File)
 	if inFile && outFile {
@@ -89,6 +86,8 @@ func runShell(cfg config, log hclog.Logger, args []string, stdin io.Reader, stdo
 		}
 	}
 	s.log = log
+	ctx, stop := s.signals()
+	defer stop()
 	sup, err := newSupervisor(cfg, log)
 	if err != nil {
 		fmt.Fprintln(s.msg, "yuzu-agent:", rows.Printable(err.Error()))
