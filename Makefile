@@ -2,7 +2,7 @@
 # pinned developer tools); each target is one script so it can also be run by hand.
 #
 #   make test    everything CI checks (installs what it needs; see scripts/test.sh)
-#   make demo    build, then drive the tags plugin through bin/yuzu-agent
+#   make demo    build, then drive the plugins through bin/yuzu-agent, its shell and yuzu-testserver
 #   make help    the list of targets
 
 SHELL := /bin/bash
@@ -41,7 +41,7 @@ test-windows:
 test-stress:
 	scripts/stress.sh
 
-## demo: build, then run the tags plugin through the agent in a temporary data dir
+## demo: build, then run the plugins through the agent, its shell and a test fleet server, in temporary dirs
 demo: build
 	scripts/demo.sh
 

@@ -32,6 +32,8 @@ const (
 	mismatchBin = "yuzu-plugin-mismatch"
 	hostileBin  = "yuzu-plugin-hostile"
 	hogBin      = "yuzu-plugin-hog"
+	// testserverBin is the test fleet server's console, not a plugin.
+	testserverBin = "yuzu-testserver"
 )
 
 // shipped lists the plugins `make build` ships (every plugin-NAME module), by name.
@@ -48,6 +50,8 @@ var builds = map[string]string{
 	mismatchBin: "./integration/testplugins/mismatch",
 	hostileBin:  "./integration/testplugins/hostile",
 	hogBin:      "./integration/testplugins/hog",
+
+	testserverBin: "./integration/cmd/yuzu-testserver",
 }
 
 // built describes the binaries of this run. binDir also holds plugins.sha256 listing
@@ -141,7 +145,7 @@ func buildAll(dir string) error {
 			return err
 		}
 		built.sums[n] = sum
-		if n != agentBin {
+		if n != agentBin && n != testserverBin {
 			fmt.Fprintf(&manifest, "%s  %s\n", sum, n)
 		}
 	}

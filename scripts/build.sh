@@ -3,6 +3,9 @@
 #   bin/yuzu-agent                       from ./agent/cmd/yuzu-agent
 #   bin/plugins/yuzu-plugin-NAME         from ./plugin-NAME, for every plugin module
 #   bin/plugins/plugins.sha256           `sha256sum` lines (`<hex>  <file name>`)
+#   bin/yuzu-testserver                  from ./integration/cmd/yuzu-testserver: the test
+#                                        fleet server's console, for a developer's machine
+#                                        (docs/fleet.md); never installed on a host
 # Binaries are mode 0755: the agent refuses a plugin that is group- or world-writable,
 # whatever the caller's umask. Example plugins (sdk/examples) and test plugins
 # (integration) are never installed here.
@@ -45,6 +48,10 @@ elif ! has_go_files agent; then
 else
 	warn "build: agent/cmd/yuzu-agent is not a main package: cannot build bin/yuzu-agent"
 	failed=1
+fi
+
+if is_main integration/cmd/yuzu-testserver; then
+	install_main integration/cmd/yuzu-testserver "$BIN_DIR/yuzu-testserver" || failed=1
 fi
 
 built=()

@@ -3,13 +3,15 @@
 # operator would, in a fresh temporary data directory. Each step prints the command and
 # its output and checks the exit code and the rows it must print; the demo stops with a
 # non-zero status at the first step that behaves unexpectedly. Then the fleet link:
-# `yuzu-agent run` against the in-process test fleet server. Needs `make build`.
+# `yuzu-agent run` against the in-process test fleet server, and by hand: an agent
+# connected to yuzu-testserver, which sends it a command. Needs `make build`.
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 agent=$ROOT/bin/yuzu-agent
 plugins=$ROOT/bin/plugins
-for f in "$agent" "$plugins/yuzu-plugin-tags" "$plugins/plugins.sha256"; do
+testserver=$ROOT/bin/yuzu-testserver
+for f in "$agent" "$testserver" "$plugins/yuzu-plugin-tags" "$plugins/plugins.sha256"; do
 	if [[ ! -e $f ]]; then
 		warn "demo: ${f#"$ROOT"/} is missing: run \`make build\` (make demo does)"
 		exit 1
@@ -21,7 +23,8 @@ trap 'rm -rf "$data"' EXIT
 say "demo: data dir $data (removed afterwards), plugin dir ${plugins#"$ROOT"/}"
 
 steps=0
-# run RC EXPECTED... -- ARGS...: runs `yuzu-agent ARGS`, shows it, and checks that it
+# run RC EXPECTED... -- ARGS...: runs `yuzu-agent ARGS` (stdin: the file run_stdin
+# names, else /dev/null), shows it, and checks that it
 # exits RC and prints every EXPECTED line (each must match a whole output line; one
 # starting with ~ need only appear somewhere in the output).
 run() {
@@ -33,8 +36,8 @@ run() {
 	done
 	shift
 	steps=$((steps + 1))
-	printf '\n$ yuzu-agent %s\n' "$(printf '%q ' "$@")"
-	out=$("$agent" --plugin-dir "$plugins" --data-dir "$data" "$@" 2>&1) || rc=$?
+	printf '\n$ yuzu-agent %s%s\n' "$(printf '%q ' "$@")" "${run_stdin:+<$run_stdin}"
+	out=$("$agent" --plugin-dir "$plugins" --data-dir "$data" "$@" 2>&1 <"${run_stdin:-/dev/null}") || rc=$?
 	printf '%s\n' "$out"
 	if ((rc != want_rc)); then
 		warn "demo: FAILED: exit code $rc, expected $want_rc"
@@ -92,7 +95,9 @@ run 0 "entry|logs|directory|0" -- exec filesystem list_dir path="$scratch"
 run 0 "line|2|beta" "total_lines|4" -- exec filesystem read path="$scratch/notes.txt" offset=2 limit=2
 run 0 "hash|$notes_sha" "algorithm|sha256" -- exec filesystem file_hash path="$scratch/notes.txt"
 run 0 "match|3|gamma" "total_matches|1" -- exec filesystem search path="$scratch/notes.txt" pattern=gam
-run 0 "replacements_made|1" -- exec device.filesystem.replace path="$scratch/app.conf" search=8080 replacement=9090 base_dir="$scratch"
+# By plugin and action: the device.filesystem.* definitions ask for agent 0.4.0
+# (compatibility.minAgentVersion) and this agent is 0.1.0, so `exec` refuses them.
+run 0 "replacements_made|1" -- exec filesystem replace path="$scratch/app.conf" search=8080 replacement=9090 base_dir="$scratch"
 run 0 "line|1|listen 9090" -- exec filesystem read path="$scratch/app.conf"
 run 0 "status|ok" "bytes_written|5" -- exec filesystem write_content path="$scratch/new.txt" content=hello create=true
 run 0 "lines_deleted|2" "total_lines_after|2" -- exec filesystem delete_lines path="$scratch/notes.txt" start_line=2 end_line=3
@@ -106,6 +111,18 @@ run 1 "error|path is not accessible or outside allowed base directory" -- exec f
 # The firewall plugin: always rc 0; what it sees depends on the machine.
 printf '\n== the firewall plugin ==\n'
 run 0 "~backend|" -- exec firewall state
+
+# The shell fed a script on stdin (a pipe works the same): one agent, one supervisor,
+# a line per command, each answered as exec answers it (docs/agent.md "The shell").
+printf '\n== yuzu-agent shell, fed a script on stdin ==\n'
+script=$scratch/shell-script
+printf '%s\n' "tags set key=demo value=shell" "device.tags.get key=demo" "tags delete key=demo" >"$script"
+printf '\n$ cat %s\n' "$script"
+cat "$script"
+run_stdin=$script run 0 "tag_set|demo|shell" "tag|demo|shell" "tag_deleted|demo|true" -- shell
+
+# --- Placeholder for the machine-readable output (issue 19, item 1): a step such as
+# --- `yuzu-agent exec tags count --output json | jq .` goes here when that lands.
 
 printf '\ndemo: all %d steps behaved as expected\n' "$steps"
 
@@ -121,3 +138,65 @@ if ! "$fleet_bin/fleetdemo" -agent "$agent" -plugin-dir "$plugins"; then
 	exit 1
 fi
 printf '\ndemo: the fleet link behaved as expected\n'
+
+# By hand: yuzu-testserver (integration/cmd/yuzu-testserver, docs/fleet.md) makes its
+# certificates, prints the `yuzu-agent run` line that connects an agent, and sends the
+# commands typed on its stdin (here: through a FIFO) to that agent.
+printf '\n== by hand: yuzu-testserver and an agent started with the line it prints ==\n'
+by_hand=$(mktemp -d)
+agent_pid=
+server_pid=
+stop_by_hand() {
+	[[ -n $agent_pid ]] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
+	[[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+	rm -rf "$data" "$scratch" "$fleet_bin" "$by_hand"
+}
+trap stop_by_hand EXIT
+# by_hand_fail MESSAGE: shows both logs and stops the demo.
+by_hand_fail() {
+	warn "demo: FAILED: $1"
+	warn "--- yuzu-testserver output"
+	cat "$by_hand/server.out" >&2
+	warn "--- agent log"
+	cat "$by_hand/agent.log" >&2 2>/dev/null || true
+	exit 1
+}
+mkfifo "$by_hand/in"
+"$testserver" -listen 127.0.0.1:0 -dir "$by_hand/pki" -plugin-dir "$plugins" <"$by_hand/in" >"$by_hand/server.out" 2>&1 &
+server_pid=$!
+exec 3>"$by_hand/in" # held open: the server reads until the demo says quit
+# wait_for TEXT: waits (up to two minutes) until the server has printed TEXT.
+wait_for() {
+	local i
+	for ((i = 0; i < 1200; i++)); do
+		grep -qF -- "$1" "$by_hand/server.out" && return 0
+		kill -0 "$server_pid" 2>/dev/null || by_hand_fail "yuzu-testserver exited before printing '$1'"
+		sleep 0.1
+	done
+	by_hand_fail "yuzu-testserver did not print '$1' within two minutes"
+}
+wait_for "  yuzu-agent run "
+run_line=$(grep -m1 -- "^  yuzu-agent run " "$by_hand/server.out")
+read -ra run_args <<<"$run_line"
+printf '$ yuzu-testserver -listen 127.0.0.1:0 -dir %s -plugin-dir %s\n' "$by_hand/pki" "${plugins#"$ROOT"/}"
+sed -n '1,4p' "$by_hand/server.out"
+printf '$ %s\n' "${run_line#  }"
+"$agent" --plugin-dir "$plugins" --data-dir "$by_hand/data" "${run_args[@]:1}" >"$by_hand/agent.log" 2>&1 &
+agent_pid=$!
+# --- Placeholder for the status of a running agent (issue 19, item 5): a step such as
+# --- `yuzu-agent status` against this agent (wait_for "fleet: registered agent" first)
+# --- goes here, before the server is told to quit.
+printf 'send tags set key=team value=blue\nsend device.tags.get key=team\nagents\nquit\n' >&3
+exec 3>&-
+wait_for "cmd-2 SUCCESS"
+if ! wait "$server_pid"; then
+	server_pid=
+	by_hand_fail "yuzu-testserver did not exit 0 on quit"
+fi
+server_pid=
+printf '(typed: send tags set key=team value=blue / send device.tags.get key=team / agents / quit)\n'
+sed -n '5,$p' "$by_hand/server.out"
+for want in "cmd-1 RUNNING  tag_set|team|blue" "cmd-2 RUNNING  tag|team|blue"; do
+	grep -qF -- "$want" "$by_hand/server.out" || by_hand_fail "the server's output has no '$want'"
+done
+printf '\ndemo: yuzu-testserver and the agent behaved as expected\n'

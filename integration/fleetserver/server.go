@@ -41,6 +41,8 @@ type Options struct {
 	Pending int
 	// OnResponse, when set, sees every response as it arrives.
 	OnResponse func(*agentv1.CommandResponse)
+	// OnRegister, when set, sees every registration and the answer given to it.
+	OnRegister func(*agentv1.RegisterRequest, *agentv1.RegisterResponse)
 }
 
 // Server is a running test fleet server. Its records survive Stop and Restart.
@@ -51,6 +53,8 @@ type Server struct {
 	mu        sync.Mutex
 	grpc      *grpc.Server
 	sessions  map[string]bool
+	agentOf   map[string]string // session id -> agent id
+	subAgent  string            // the agent id of the open Subscribe stream
 	regs      []*agentv1.RegisterRequest
 	accepted  int
 	pending   int
@@ -73,6 +77,7 @@ func Start(addr string, o Options) (*Server, error) {
 	s := &Server{
 		opts:      o,
 		sessions:  map[string]bool{},
+		agentOf:   map[string]string{},
 		responses: map[string][]*agentv1.CommandResponse{},
 		terminal:  map[string]chan struct{}{},
 		changed:   make(chan struct{}),
@@ -178,6 +183,39 @@ func (s *Server) WaitAccepted(ctx context.Context, n int) (*agentv1.RegisterRequ
 // WaitSubscribed waits until an agent holds a Subscribe stream.
 func (s *Server) WaitSubscribed(ctx context.Context) error {
 	return s.wait(ctx, func() bool { return s.sub != nil })
+}
+
+// Agent is one agent the server has accepted, as its last registration describes it.
+type Agent struct {
+	Registration *agentv1.RegisterRequest
+	// Subscribed says the agent holds the Subscribe stream commands go to.
+	Subscribed bool
+}
+
+// Agents returns every agent accepted so far, in order of its first registration.
+func (s *Server) Agents() []Agent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	accepted := map[string]bool{}
+	for _, id := range s.agentOf {
+		accepted[id] = true
+	}
+	var out []Agent
+	at := map[string]int{}
+	for _, reg := range s.regs {
+		id := reg.GetInfo().GetAgentId()
+		if !accepted[id] {
+			continue
+		}
+		a := Agent{Registration: reg, Subscribed: s.sub != nil && s.subAgent == id}
+		if i, seen := at[id]; seen {
+			out[i] = a
+			continue
+		}
+		at[id] = len(out)
+		out = append(out, a)
+	}
+	return out
 }
 
 // Heartbeats returns every heartbeat received, in order.
@@ -327,7 +365,15 @@ type service struct {
 	s *Server
 }
 
-func (v *service) Register(_ context.Context, req *agentv1.RegisterRequest) (*agentv1.RegisterResponse, error) {
+func (v *service) Register(ctx context.Context, req *agentv1.RegisterRequest) (*agentv1.RegisterResponse, error) {
+	resp, err := v.register(ctx, req)
+	if f := v.s.opts.OnRegister; f != nil && err == nil {
+		f(req, resp)
+	}
+	return resp, err
+}
+
+func (v *service) register(_ context.Context, req *agentv1.RegisterRequest) (*agentv1.RegisterResponse, error) {
 	s := v.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -344,6 +390,7 @@ func (v *service) Register(_ context.Context, req *agentv1.RegisterRequest) (*ag
 	_, _ = rand.Read(b[:])
 	sid := hex.EncodeToString(b[:])
 	s.sessions[sid] = true
+	s.agentOf[sid] = req.GetInfo().GetAgentId()
 	s.accepted++
 	return &agentv1.RegisterResponse{SessionId: sid, Accepted: true, EnrollmentStatus: "enrolled"}, nil
 }
@@ -372,14 +419,14 @@ func (v *service) Subscribe(stream agentv1.AgentService_SubscribeServer) error {
 	}
 	sub := &subscriber{out: make(chan *agentv1.CommandRequest), done: make(chan struct{})}
 	s.mu.Lock()
-	s.sub = sub
+	s.sub, s.subAgent = sub, s.agentOf[ids[0]]
 	s.notify()
 	s.mu.Unlock()
 	defer func() {
 		close(sub.done)
 		s.mu.Lock()
 		if s.sub == sub {
-			s.sub = nil
+			s.sub, s.subAgent = nil, ""
 		}
 		s.notify()
 		s.mu.Unlock()

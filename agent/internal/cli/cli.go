@@ -48,6 +48,9 @@ commands:
   describe PLUGIN --definitions        print the definitions it serves as YAML (a starting file)
   run                                  connect to the fleet server and run its commands until
                                        SIGINT or SIGTERM (docs/fleet.md)
+  shell                                type commands (exec's arguments, one a line) to one
+                                       long-lived agent, with history and Tab completion;
+                                       reads plain lines from a pipe (docs/agent.md)
   version                              print the version
 
 flags (before or after the command; environment variable in brackets):
@@ -376,7 +379,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	log := newLogger(cfg, stderr)
 
-	ctx, stop := interruptible(log)
+	// The shell owns its signals: SIGINT cancels the command it runs, not the shell.
+	ctx, stop := context.Background(), func() {}
+	if pos[0] != "shell" {
+		ctx, stop = interruptible(log)
+	}
 	defer stop()
 	defer watchDumps(log)()
 
@@ -393,6 +400,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		code, err = runDescribe(ctx, cfg, log, pos[1:], stdout, stderr)
 	case "run":
 		code, err = runFleet(ctx, cfg, log, pos[1:], stderr)
+	case "shell":
+		code, err = runShell(cfg, log, pos[1:], os.Stdin, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

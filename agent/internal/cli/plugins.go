@@ -59,10 +59,16 @@ func runPlugins(ctx context.Context, cfg config, log hclog.Logger, args []string
 	ctx, cancel := context.WithTimeout(ctx, startWait)
 	defer cancel()
 	sup.Start(ctx)
+	return writePluginTable(stdout, sup.Status()), nil
+}
+
+// writePluginTable prints the plugins table of `plugins` and the shell's .plugins; the
+// code is exitFail when a plugin is not running.
+func writePluginTable(stdout io.Writer, statuses []supervisor.Status) int {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tVERSION\tPROTOCOL\tSTATE\tRESTARTS\tLAST ERROR\tMEMORY PEAK/LIMIT\tTASKS PEAK/LIMIT\tCPU LIMIT\tACTIONS")
 	code := exitOK
-	for _, st := range sup.Status() {
+	for _, st := range statuses {
 		if st.State != supervisor.StateRunning {
 			code = exitFail
 		}
@@ -75,9 +81,9 @@ func runPlugins(ctx context.Context, cfg config, log hclog.Logger, args []string
 			cell(st.LastError), mem, tasks, cpu, cell(strings.Join(st.Actions, ",")))
 	}
 	if err := tw.Flush(); err != nil {
-		return exitFail, nil
+		return exitFail
 	}
-	return code, nil
+	return code
 }
 
 // boxCells are a plugin's resource columns: peak use over limit ("-" for a peak the

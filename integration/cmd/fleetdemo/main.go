@@ -26,7 +26,6 @@ import (
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/integration/fleetserver"
 	"github.com/yuzugo/yuzu/sdk/definition"
-	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 func main() {
@@ -72,7 +71,7 @@ func demo(agent, pluginDir string, perPlugin int) error {
 		OnResponse: func(r *agentv1.CommandResponse) {
 			printMu.Lock()
 			defer printMu.Unlock()
-			printResponse(r)
+			fleetserver.WriteResponse(os.Stdout, r)
 		},
 	})
 	if err != nil {
@@ -104,7 +103,7 @@ func demo(agent, pluginDir string, perPlugin int) error {
 	if err != nil {
 		return fail(err)
 	}
-	printRegistration(reg)
+	fleetserver.WriteRegistration(os.Stdout, reg)
 	if err := srv.WaitSubscribed(ctx); err != nil {
 		return fail(err)
 	}
@@ -135,7 +134,7 @@ func demo(agent, pluginDir string, perPlugin int) error {
 	if reg, err = srv.WaitAccepted(ctx, 2); err != nil {
 		return fail(err)
 	}
-	printRegistration(reg)
+	fleetserver.WriteRegistration(os.Stdout, reg)
 
 	fmt.Printf("\nfleet: stopping the agent (SIGTERM)\n")
 	_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -252,41 +251,4 @@ func paramText(params map[string]string) string {
 		fmt.Fprintf(&b, " %s=%s", k, params[k])
 	}
 	return b.String()
-}
-
-func printRegistration(reg *agentv1.RegisterRequest) {
-	info := reg.GetInfo()
-	p := info.GetPlatform()
-	fmt.Printf("fleet: registered agent %s on %s (%s/%s %s), agent %s\n", rows.Printable(info.GetAgentId()),
-		rows.Printable(info.GetHostname()), p.GetOs(), p.GetArch(), rows.Printable(p.GetVersion()), rows.Printable(info.GetAgentVersion()))
-	for _, pi := range info.GetPlugins() {
-		fmt.Printf("         plugin %s %s: %s\n", rows.Printable(pi.GetName()), rows.Printable(pi.GetVersion()), rows.Printable(strings.Join(pi.GetCapabilities(), ", ")))
-	}
-	tags := info.GetScopableTags()
-	var kv []string
-	for _, k := range slices.Sorted(maps.Keys(tags)) {
-		kv = append(kv, rows.Printable(k+"="+tags[k]))
-	}
-	fmt.Printf("         tags: {%s}\n", strings.Join(kv, ", "))
-}
-
-// printResponse shows one response as the server received it: each row of a RUNNING
-// message on its own line, then the terminal status.
-func printResponse(r *agentv1.CommandResponse) {
-	id := rows.Printable(r.GetCommandId())
-	if r.GetStatus() == agentv1.CommandResponse_RUNNING {
-		for _, row := range strings.Split(r.GetOutput(), "\n") {
-			fmt.Printf("   %s RUNNING  %s\n", id, rows.Printable(row))
-		}
-		return
-	}
-	extra := ""
-	if out := r.GetOutput(); out != "" {
-		extra = " output=" + rows.Printable(out)
-	}
-	if e := r.GetError(); e != nil {
-		extra += " error=" + rows.Printable(e.GetCode())
-	}
-	fmt.Printf("   %s %-8s exit_code=%d plugin_result_status=%s%s\n", id, r.GetStatus(), r.GetExitCode(),
-		strings.TrimPrefix(r.GetPluginResultStatus().String(), "PLUGIN_RESULT_"), extra)
 }

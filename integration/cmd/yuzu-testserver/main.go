@@ -1,0 +1,407 @@
+// Command yuzu-testserver is the test fleet server (integration/fleetserver) as a
+// console, for trying the fleet link by hand: it makes a throw-away certificate
+// authority, listens, prints the exact `yuzu-agent run` line that connects an agent,
+// and reads commands from stdin (docs/fleet.md "Trying it by hand"):
+//
+//	send PLUGIN ACTION [key=value ...]   push a command to the connected agent, await its answer
+//	send DEFINITION-ID [key=value ...]   the same through a definition
+//	wait [SECONDS]                       wait until every command sent has its answer
+//	agents                               the agents that registered
+//	help, quit
+//
+// Answers print as they arrive. It is a developer's tool, never installed on a host.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/yuzugo/yuzu/agent/fleetpb/agentv1"
+	"github.com/yuzugo/yuzu/agent/supervisor"
+	"github.com/yuzugo/yuzu/agent/words"
+	"github.com/yuzugo/yuzu/definitions"
+	"github.com/yuzugo/yuzu/integration/fleetserver"
+	"github.com/yuzugo/yuzu/sdk/definition"
+	"github.com/yuzugo/yuzu/sdk/rows"
+)
+
+const help = `commands:
+  send PLUGIN ACTION [key=value ...]   push a command to the connected agent; the next line
+                                       waits for its answer (up to 30s)
+  send DEFINITION-ID [key=value ...]   the same through a definition (checked here first)
+  wait [SECONDS]                       wait until every command sent has its answer (default 60)
+  agents                               the agents that registered, * marks the connected one
+  help                                 this text
+  quit                                 stop (the end of input waits for the answers first)
+Words are quoted as in a POSIX shell: send tags set key=note value='two words'.
+`
+
+// options are the command's flags.
+type options struct {
+	listen, dir, token, pluginDir string
+	noTLS                         bool
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.listen, "listen", "127.0.0.1:50051", "address to listen on (port 0 picks one)")
+	flag.StringVar(&o.dir, "dir", "", "directory for the test certificates: made if missing, reused if it holds them (default: a temporary one, removed at the end)")
+	flag.StringVar(&o.token, "enrollment-token", "", "enrollment token every agent must send (default: none asked)")
+	flag.StringVar(&o.pluginDir, "plugin-dir", "", "plugin dir whose served definitions send DEFINITION-ID may name (default: the agent's workflows only)")
+	flag.BoolVar(&o.noTLS, "no-tls", false, "plaintext instead of mutual TLS")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "yuzu-testserver: no arguments are taken, got %q\n", flag.Arg(0))
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, o, os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "yuzu-testserver:", err)
+		os.Exit(1)
+	}
+}
+
+// console is the server and what the operator typed so far.
+type console struct {
+	srv  *fleetserver.Server
+	defs map[string]definition.Definition
+
+	mu   sync.Mutex // one line of output at a time
+	out  io.Writer
+	sent []string // command ids, in order
+	next int
+}
+
+func (c *console) printf(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fmt.Fprintf(c.out, format, args...)
+}
+
+func serve(ctx context.Context, o options, in io.Reader, out io.Writer) error {
+	c := &console{out: out}
+	var err error
+	if c.defs, err = knownDefinitions(ctx, o.pluginDir); err != nil {
+		return err
+	}
+	opts := fleetserver.Options{
+		EnrollmentToken: o.token,
+		OnResponse: func(r *agentv1.CommandResponse) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			fleetserver.WriteResponse(c.out, r)
+		},
+		OnRegister: func(req *agentv1.RegisterRequest, resp *agentv1.RegisterResponse) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if !resp.GetAccepted() {
+				fmt.Fprintf(c.out, "fleet: refused agent %s: %s\n", rows.Printable(req.GetInfo().GetAgentId()), rows.Printable(resp.GetRejectReason()))
+				return
+			}
+			fleetserver.WriteRegistration(c.out, req)
+		},
+	}
+	var runFlags []string
+	if o.noTLS {
+		runFlags = append(runFlags, "--no-tls")
+	} else {
+		certs, cleanup, err := certificates(o.dir)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		if opts.TLS, err = fleetserver.LoadServerTLS(certs.CA, certs.ServerCert, certs.ServerKey); err != nil {
+			return err
+		}
+		runFlags = append(runFlags, "--ca-cert", quote(certs.CA), "--client-cert", quote(certs.ClientCert), "--client-key", quote(certs.ClientKey))
+	}
+	if o.token != "" {
+		runFlags = append(runFlags, "--enrollment-token", quote(o.token))
+	}
+	if c.srv, err = fleetserver.Start(o.listen, opts); err != nil {
+		return err
+	}
+	defer c.srv.Stop()
+	mode := "mutual TLS with a throw-away certificate authority"
+	if o.noTLS {
+		mode = "plaintext (--no-tls)"
+	}
+	c.printf("yuzu-testserver: listening on %s, %s\n", c.srv.Addr(), mode)
+	c.printf("connect an agent with:\n  yuzu-agent run --server %s %s\n", c.srv.Addr(), strings.Join(runFlags, " "))
+	c.printf("then type send PLUGIN ACTION [key=value ...], agents, help or quit\n")
+	return c.read(ctx, in)
+}
+
+// certs are the PEM files of the test authority.
+type certs struct{ CA, ServerCert, ServerKey, ClientCert, ClientKey string }
+
+// certificates makes the test authority in dir, or reuses the one a previous run made
+// there (so a restarted server takes the same agents back). An empty dir means a
+// temporary one, removed by cleanup.
+func certificates(dir string) (certs, func(), error) {
+	cleanup := func() {}
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "yuzu-testserver-")
+		if err != nil {
+			return certs{}, cleanup, err
+		}
+		dir, cleanup = tmp, func() { _ = os.RemoveAll(tmp) }
+	}
+	in := func(name string) string { return filepath.Join(dir, name) }
+	c := certs{in("ca.pem"), in("server.pem"), in("server-key.pem"), in("client.pem"), in("client-key.pem")}
+	have := 0
+	for _, f := range []string{c.CA, c.ServerCert, c.ServerKey, c.ClientCert, c.ClientKey} {
+		if _, err := os.Stat(f); err == nil {
+			have++
+		}
+	}
+	if have == 5 {
+		return c, cleanup, nil
+	}
+	p, err := fleetserver.NewPKI(dir, "yuzu-testserver")
+	if err != nil {
+		cleanup()
+		return certs{}, func() {}, err
+	}
+	return certs{p.CA, p.ServerCert, p.ServerKey, p.ClientCert, p.ClientKey}, cleanup, nil
+}
+
+// quote makes a value safe to paste into a POSIX shell.
+func quote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@,+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// knownDefinitions are the agent's workflows and, with a plugin dir, every definition
+// its plugins serve, by id: a plugin runs once here to say which.
+func knownDefinitions(ctx context.Context, pluginDir string) (map[string]definition.Definition, error) {
+	defs := map[string]definition.Definition{}
+	wfs, err := definitions.Workflows()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range wfs {
+		defs[d.ID] = d
+	}
+	if pluginDir == "" {
+		return defs, nil
+	}
+	tmp, err := os.MkdirTemp("", "yuzu-testserver-data-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	sup, err := supervisor.New(supervisor.Options{PluginDir: pluginDir, DataDir: tmp})
+	if err != nil {
+		return nil, err
+	}
+	defer sup.Close()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for _, name := range sup.Plugins() {
+		m, err := sup.Describe(ctx, name)
+		if err != nil {
+			return nil, fmt.Errorf("plugin %s: %w", name, err)
+		}
+		served, err := m.ServedDefinitions()
+		if err != nil {
+			return nil, fmt.Errorf("plugin %s: %w", name, err)
+		}
+		for _, d := range served {
+			defs[d.ID] = d
+		}
+	}
+	return defs, nil
+}
+
+// read runs the typed lines until quit, the end of input (after the answers) or a
+// signal.
+func (c *console) read(ctx context.Context, in io.Reader) error {
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+		if err := sc.Err(); err != nil {
+			c.printf("yuzu-testserver: reading the input: %v\n", err)
+		}
+	}()
+	for {
+		var line string
+		var ok bool
+		select {
+		case line, ok = <-lines:
+		case <-ctx.Done():
+			c.printf("yuzu-testserver: stopping\n")
+			return nil
+		}
+		if !ok {
+			c.wait(ctx, time.Minute)
+			return nil
+		}
+		ws, err := words.Split(line)
+		if err != nil {
+			c.printf("yuzu-testserver: %s\n", rows.Printable(err.Error()))
+			continue
+		}
+		if len(ws) == 0 || strings.HasPrefix(ws[0], "#") {
+			continue
+		}
+		switch ws[0] {
+		case "send":
+			c.send(ctx, ws[1:])
+		case "wait":
+			d := time.Minute
+			if len(ws) > 1 {
+				n, err := strconv.Atoi(ws[1])
+				if err != nil || n <= 0 {
+					c.printf("yuzu-testserver: wait takes a whole number of seconds\n")
+					continue
+				}
+				d = time.Duration(n) * time.Second
+			}
+			c.wait(ctx, d)
+		case "agents":
+			c.agents()
+		case "help":
+			c.printf("%s", help)
+		case "quit", "exit":
+			return nil
+		default:
+			c.printf("yuzu-testserver: unknown command %s (help lists them)\n", rows.Printable(ws[0]))
+		}
+	}
+}
+
+// send pushes one command, waiting up to 30 s for an agent to connect, and then for
+// its answer up to answerWait.
+func (c *console) send(ctx context.Context, args []string) {
+	if len(args) == 0 {
+		c.printf("yuzu-testserver: send needs PLUGIN ACTION or DEFINITION-ID\n")
+		return
+	}
+	cmd := &agentv1.CommandRequest{Parameters: map[string]string{}}
+	rest := args[1:]
+	def, isDef := c.defs[args[0]]
+	if strings.Contains(args[0], ".") {
+		if !isDef {
+			c.printf("yuzu-testserver: unknown definition %s (the workflows and, with -plugin-dir, the plugins' definitions are known)\n", rows.Printable(args[0]))
+			return
+		}
+		cmd.Plugin, cmd.Action = def.Plugin, def.Action
+	} else {
+		if len(args) < 2 {
+			c.printf("yuzu-testserver: send %s: missing ACTION\n", rows.Printable(args[0]))
+			return
+		}
+		cmd.Plugin, cmd.Action, rest = args[0], args[1], args[2:]
+	}
+	for _, kv := range rest {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			c.printf("yuzu-testserver: parameter %q: want key=value\n", rows.Printable(kv))
+			return
+		}
+		if _, dup := cmd.Parameters[k]; dup {
+			c.printf("yuzu-testserver: parameter %q given twice\n", rows.Printable(k))
+			return
+		}
+		cmd.Parameters[k] = v
+	}
+	if isDef {
+		// The server checks what it sends, as a real one does; the agent checks again.
+		if err := def.Validate(cmd.Parameters); err != nil {
+			c.printf("yuzu-testserver: %s: %s\n", def.ID, rows.Printable(err.Error()))
+			return
+		}
+	}
+	c.next++
+	cmd.CommandId = fmt.Sprintf("cmd-%d", c.next)
+	if !slices.ContainsFunc(c.srv.Agents(), func(a fleetserver.Agent) bool { return a.Subscribed }) {
+		c.printf("yuzu-testserver: no agent is connected yet; waiting up to 30s for one\n")
+	}
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c.printf("-> %s: %s %s%s\n", cmd.CommandId, rows.Printable(cmd.Plugin), rows.Printable(cmd.Action), paramText(cmd.Parameters))
+	if err := c.srv.Send(sctx, cmd); err != nil {
+		c.printf("yuzu-testserver: %s not sent: %v\n", cmd.CommandId, err)
+		return
+	}
+	c.sent = append(c.sent, cmd.CommandId)
+	// One command at a time, as a person reads them: the next line waits for this
+	// answer (the agent would run them side by side), for a while.
+	actx, cancel := context.WithTimeout(ctx, answerWait)
+	defer cancel()
+	if _, err := c.srv.WaitTerminal(actx, cmd.CommandId); err != nil && ctx.Err() == nil {
+		c.printf("yuzu-testserver: %s has not finished within %s; its answer prints when it comes (wait waits for it)\n", cmd.CommandId, answerWait)
+	}
+}
+
+// answerWait is how long send waits for an answer before it reads the next line.
+const answerWait = 30 * time.Second
+
+// wait waits until every command sent has its terminal answer, at most d.
+func (c *console) wait(ctx context.Context, d time.Duration) {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for _, id := range c.sent {
+		if _, err := c.srv.WaitTerminal(wctx, id); err != nil {
+			c.printf("yuzu-testserver: %v\n", err)
+			return
+		}
+	}
+}
+
+// agents lists the registered agents.
+func (c *console) agents() {
+	list := c.srv.Agents()
+	if len(list) == 0 {
+		c.printf("no agent has registered yet\n")
+		return
+	}
+	for _, a := range list {
+		info := a.Registration.GetInfo()
+		mark := " "
+		if a.Subscribed {
+			mark = "*"
+		}
+		var plugins []string
+		for _, p := range info.GetPlugins() {
+			plugins = append(plugins, p.GetName()+" "+p.GetVersion())
+		}
+		c.printf("%s %s %s %s/%s agent %s plugins: %s\n", mark, rows.Printable(info.GetAgentId()), rows.Printable(info.GetHostname()),
+			rows.Printable(info.GetPlatform().GetOs()), rows.Printable(info.GetPlatform().GetArch()), rows.Printable(info.GetAgentVersion()),
+			rows.Printable(strings.Join(plugins, ", ")))
+	}
+}
+
+func paramText(params map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		fmt.Fprintf(&b, " %s=%s", rows.Printable(k), rows.Printable(params[k]))
+	}
+	return b.String()
+}

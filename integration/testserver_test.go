@@ -1,0 +1,100 @@
+//go:build linux
+
+package integration
+
+import (
+	"context"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestTestServerConsole runs yuzu-testserver as a newcomer would: it makes its
+// certificates, prints the `yuzu-agent run` line, an agent started with exactly that
+// line connects over mutual TLS, and typed `send` lines (plugin and action, then a
+// definition id) come back as rows; `agents` names the agent; a bad definition
+// parameter is refused before anything is sent; quit ends it with status 0.
+func TestTestServerConsole(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tagsBin)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*agentTimeout)
+	defer cancel()
+	pki := filepath.Join(t.TempDir(), "pki")
+	srv := exec.CommandContext(ctx, binPath(testserverBin), "-listen", "127.0.0.1:0", "-dir", pki, "-plugin-dir", w.pluginDir)
+	srv.Env = baseEnv()
+	stdin, err := srv.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	srv.Stdout, srv.Stderr = pw, pw
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+	scr := newScreen(pr)
+	typ := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(stdin, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	at := scr.waitFor(t, 0, "connect an agent with:\n  ")
+	end := scr.waitFor(t, at, "\n")
+	scr.mu.Lock()
+	runLine := scr.buf.String()[at : end-1]
+	scr.mu.Unlock()
+	args := strings.Fields(runLine)
+	if len(args) < 4 || args[0] != "yuzu-agent" || args[1] != "run" {
+		t.Fatalf("the printed line is not a yuzu-agent run line: %q", runLine)
+	}
+	for _, f := range []string{"ca.pem", "client.pem", "client-key.pem"} {
+		if !strings.Contains(runLine, filepath.Join(pki, f)) {
+			t.Errorf("the run line does not name %s in %s: %q", f, pki, runLine)
+		}
+	}
+
+	agent := exec.CommandContext(ctx, binPath(agentBin), append([]string{"--plugin-dir", w.pluginDir, "--data-dir", w.dataDir}, args[1:]...)...)
+	agent.Env = baseEnv()
+	var agentLog lockedBuffer
+	agent.Stdout, agent.Stderr = &agentLog, &agentLog
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = agent.Process.Signal(syscall.SIGTERM)
+		_ = agent.Wait()
+		if t.Failed() {
+			t.Logf("agent log:\n%s", agentLog.String())
+		}
+	}()
+
+	typ("send tags set key=note value='two words'")
+	at = scr.waitFor(t, at, "fleet: registered agent ")
+	at = scr.waitFor(t, at, "cmd-1 RUNNING  tag_set|note|two words\n")
+	at = scr.waitFor(t, at, "cmd-1 SUCCESS  exit_code=0")
+	typ("send device.tags.get key=note")
+	at = scr.waitFor(t, at, "-> cmd-2: tags get key=note\n")
+	at = scr.waitFor(t, at, "cmd-2 RUNNING  tag|note|two words\n")
+	at = scr.waitFor(t, at, "cmd-2 SUCCESS  exit_code=0")
+	typ("send device.tags.get nokey=1")
+	at = scr.waitFor(t, at, "yuzu-testserver: device.tags.get: ")
+	typ("agents")
+	at = scr.waitFor(t, at, "* ")
+	scr.waitFor(t, at, " plugins: tags ")
+	typ("quit")
+	if err := srv.Wait(); err != nil {
+		t.Errorf("yuzu-testserver: %v\n%s", err, scr.buf.String())
+	}
+	scr.mu.Lock()
+	out := scr.buf.String()
+	scr.mu.Unlock()
+	if strings.Contains(out, "cmd-3") {
+		t.Errorf("a refused definition parameter was sent anyway:\n%s", out)
+	}
+}
