@@ -157,3 +157,31 @@ func Printable(s string) string {
 func isControl(r rune) bool {
 	return (r < 0x20 && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0)
 }
+
+// Split is the reader's side of Format: it cuts row into at most n fields (the kind
+// counts as one), at each `|` that is not escaped as `\|`, and turns `\|` back into `|`
+// in every field but the last, which is the rest of the row kept raw, as Format left
+// it. n <= 0 cuts at every unescaped `|`. What Format folded (CR and LF into a space,
+// an inner field's trailing `\` into `/`) cannot come back.
+func Split(row string, n int) []string {
+	var out []string
+	var b strings.Builder
+	start := 0 // where the field being read began in row
+	for i := 0; i < len(row); i++ {
+		if n > 0 && len(out) == n-1 {
+			break
+		}
+		switch c := row[i]; {
+		case c == '\\' && i+1 < len(row) && row[i+1] == '|':
+			b.WriteByte('|')
+			i++
+		case c == '|':
+			out = append(out, b.String())
+			b.Reset()
+			start = i + 1
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return append(out, row[start:])
+}

@@ -1,6 +1,7 @@
 package rows
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -202,6 +203,55 @@ func FuzzSanitize(f *testing.F) {
 			if got[i] != s[i] && got[i] != '_' {
 				t.Fatalf("byte %d changed: %q -> %q", i, s, got)
 			}
+		}
+	})
+}
+
+func TestSplit(t *testing.T) {
+	cases := []struct {
+		row  string
+		n    int
+		want []string
+	}{
+		{"status", 1, []string{"status"}},
+		{"status", 3, []string{"status"}},
+		{"a|b", 1, []string{"a|b"}},
+		{"entry|file|a.txt", 3, []string{"entry", "file", "a.txt"}},
+		{"k|a|b|c", 3, []string{"k", "a", "b|c"}},
+		{`k|a\|b|c`, 3, []string{"k", "a|b", "c"}},
+		{`k|a\\|b|v`, 3, []string{"k", `a\|b`, "v"}},
+		{`k|a|C:\dir\`, 3, []string{"k", "a", `C:\dir\`}},
+		{`k|a|x\|y`, 3, []string{"k", "a", `x\|y`}},
+		{"k|||", 4, []string{"k", "", "", ""}},
+		{"k|||", 0, []string{"k", "", "", ""}},
+		{`k|a\|b|c|d`, 0, []string{"k", "a|b", "c", "d"}},
+		{"", 2, []string{""}},
+		{"bad|\xff|x", 0, []string{"bad", "\xff", "x"}},
+	}
+	for _, c := range cases {
+		if got := Split(c.row, c.n); !slices.Equal(got, c.want) {
+			t.Errorf("Split(%q, %d) = %q, want %q", c.row, c.n, got, c.want)
+		}
+	}
+}
+
+// FuzzSplitFormat: Split reads back what Format wrote, for fields Format keeps as they
+// are (no CR or LF, no trailing backslash in an inner field).
+func FuzzSplitFormat(f *testing.F) {
+	f.Add("k", "a|b", `c\|d`, "e|f")
+	f.Add(`\`, `x\`, "|", "")
+	f.Fuzz(func(t *testing.T, kind, a, b, last string) {
+		fields := []string{kind, a, b, last}
+		for i, s := range fields {
+			s = strings.NewReplacer("\r", "", "\n", "").Replace(s)
+			if i < len(fields)-1 {
+				s = strings.TrimRight(s, `\`)
+			}
+			fields[i] = s
+		}
+		row := Format(fields[0], fields[1:]...)
+		if got := Split(row, len(fields)); !slices.Equal(got, fields) {
+			t.Fatalf("Split(Format(%q)) = %q (row %q)", fields, got, row)
 		}
 	})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/yuzugo/yuzu/agent/internal/limits"
+	"github.com/yuzugo/yuzu/agent/internal/output"
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
@@ -66,6 +67,8 @@ flags (before or after the command; environment variable in brackets):
                       [YUZU_PLUGIN_LIMITS]: "NAME:memory_mib=N,cpus=X,tasks=N;..."
                       with NAME a plugin or * for all (default *:memory_mib=512,cpus=1,
                       tasks=256; docs/agent.md "Resource limits")
+  --output FORMAT     exec's output: capture, json, jsonl or table [YUZU_OUTPUT]
+                      (default capture; docs/agent.md "Output formats")
   --version           print the version
 
 run flags:
@@ -116,6 +119,8 @@ type config struct {
 	logLevel   string
 	logFormat  string
 	limits     string // --plugin-limits, checked by parseArgs
+	output     output.Format
+	outputFlag bool // --output was given, not only YUZU_OUTPUT
 	version    bool
 	help       bool
 	// definitions is describe's --definitions: print the definitions as YAML.
@@ -144,6 +149,7 @@ var valueFlags = map[string]string{
 	"log-level":     "YUZU_LOG_LEVEL",
 	"log-format":    "YUZU_LOG_FORMAT",
 	"plugin-limits": "YUZU_PLUGIN_LIMITS",
+	"output":        "YUZU_OUTPUT",
 
 	"server":           "YUZU_SERVER",
 	"ca-cert":          "YUZU_CA_CERT",
@@ -244,6 +250,7 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 		return v, v != "", nil
 	}
 	var problems []error
+	var err error
 	str := func(name string) string {
 		v, _, err := get(name)
 		if err != nil {
@@ -260,6 +267,10 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 	if _, err := limits.Parse(cfg.limits); err != nil {
 		problems = append(problems, usagef("--plugin-limits: %s", rows.Printable(err.Error())))
 	}
+	if cfg.output, err = output.Parse(str("output")); err != nil {
+		problems = append(problems, usagef("--output: %v", err))
+	}
+	_, cfg.outputFlag = vals["output"]
 	cfg.server = str("server")
 	cfg.caCert = str("ca-cert")
 	cfg.clientCert = str("client-cert")
@@ -269,7 +280,6 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 	cfg.metricsListen = str("metrics-listen")
 	cfg.spoolAnswer = str("spool-answer-mib")
 	cfg.spoolTotal = str("spool-total-mib")
-	var err error
 	if cfg.noTLS, err = boolFlag(bools, "no-tls", getenv); err != nil {
 		problems = append(problems, err)
 	}
@@ -389,6 +399,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 
 	if cfg.definitions && pos[0] != "describe" {
 		return usageExit(stderr, usagef("--definitions belongs to describe"))
+	}
+	// YUZU_OUTPUT may be exported for a whole session; only the flag is a mistake
+	// on a command that prints no rows.
+	if cfg.outputFlag && pos[0] != "exec" {
+		return usageExit(stderr, usagef("--output belongs to exec"))
 	}
 	var code int
 	switch pos[0] {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/yuzugo/yuzu/agent/internal/output"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -21,32 +23,32 @@ func TestParseArgsFlagsInEitherPosition(t *testing.T) {
 		{
 			name: "before",
 			args: []string{"--data-dir", "/d", "exec", "tags", "count"},
-			want: config{dataDir: "/d", timeout: defaultTimeout, logLevel: "info", logFormat: "text"},
+			want: config{dataDir: "/d", timeout: defaultTimeout, logLevel: "info", logFormat: "text", output: output.Capture},
 			pos:  []string{"exec", "tags", "count"},
 		},
 		{
 			name: "after with equals",
 			args: []string{"exec", "--data-dir=/d", "tags", "count", "--timeout=30"},
-			want: config{dataDir: "/d", timeout: 30 * time.Second, timeoutSet: true, logLevel: "info", logFormat: "text"},
+			want: config{dataDir: "/d", timeout: 30 * time.Second, timeoutSet: true, logLevel: "info", logFormat: "text", output: output.Capture},
 			pos:  []string{"exec", "tags", "count"},
 		},
 		{
 			name: "env defaults, flag wins",
 			args: []string{"exec", "tags", "count", "--plugin-dir", "/p"},
 			env:  map[string]string{"YUZU_PLUGIN_DIR": "/env", "YUZU_AGENT_ID": "a1", "YUZU_TIMEOUT": "2m", "YUZU_LOG_FORMAT": "json"},
-			want: config{pluginDir: "/p", agentID: "a1", timeout: 2 * time.Minute, timeoutSet: true, logLevel: "info", logFormat: "json"},
+			want: config{pluginDir: "/p", agentID: "a1", timeout: 2 * time.Minute, timeoutSet: true, logLevel: "info", logFormat: "json", output: output.Capture},
 			pos:  []string{"exec", "tags", "count"},
 		},
 		{
 			name: "double dash ends flags",
 			args: []string{"exec", "x", "y", "--", "--data-dir=v"},
-			want: config{timeout: defaultTimeout, logLevel: "info", logFormat: "text"},
+			want: config{timeout: defaultTimeout, logLevel: "info", logFormat: "text", output: output.Capture},
 			pos:  []string{"exec", "x", "y", "--data-dir=v"},
 		},
 		{
 			name: "version flag",
 			args: []string{"--version"},
-			want: config{version: true, timeout: defaultTimeout, logLevel: "info", logFormat: "text"},
+			want: config{version: true, timeout: defaultTimeout, logLevel: "info", logFormat: "text", output: output.Capture},
 		},
 	}
 	for _, c := range cases {

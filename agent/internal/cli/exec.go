@@ -15,10 +15,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/yuzugo/yuzu/agent/dispatch"
-	"github.com/yuzugo/yuzu/agent/internal/capture"
 	"github.com/yuzugo/yuzu/agent/internal/limits"
+	"github.com/yuzugo/yuzu/agent/internal/output"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/definitions"
+	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/definition"
 	"github.com/yuzugo/yuzu/sdk/rows"
 	"github.com/yuzugo/yuzu/sdk/safefile"
@@ -51,6 +52,9 @@ type target struct {
 	params         map[string]string
 	// def is the definition the command runs through, if any.
 	def *definition.Definition
+	// rows are the kinds of rows the action declares, once known; the output names
+	// their fields.
+	rows []sdk.RowKind
 }
 
 // parseTarget turns exec's arguments into a target, without looking anything up yet.
@@ -109,6 +113,7 @@ func resolveDefinition(ctx context.Context, cfg *config, sup *supervisor.Supervi
 	// itself would answer on `exec PLUGIN ACTION` or from the fleet server.
 	if a, ok := m.Action(def.Action); ok {
 		def = def.WithDeclaration(a)
+		t.rows = a.Rows
 	}
 	if err := def.Validate(t.params); err != nil {
 		return err
@@ -187,9 +192,9 @@ func pluginDefinitions(ctx context.Context, sup *supervisor.Supervisor, n string
 }
 
 // runExec runs one command through the dispatcher and the supervisor, exactly as a
-// command from the fleet server would go, and prints it in the capture format.
+// command from the fleet server would go, and prints it in the --output format.
 func runExec(ctx context.Context, cfg config, log hclog.Logger, args []string, stdout, stderr io.Writer) (int, error) {
-	out := capture.New(stdout)
+	out := output.New(cfg.output, stdout)
 	t, err := parseTarget(args)
 	if err != nil {
 		return 0, err
@@ -210,6 +215,10 @@ func runExec(ctx context.Context, cfg config, log hclog.Logger, args []string, s
 		Action:  t.action,
 		Params:  t.params,
 		Timeout: cfg.timeout,
+	}
+	if cfg.output != output.Capture {
+		declareRows(ctx, sup, &req, &t, log)
+		out.Declare(t.rows)
 	}
 	onRows := out.Rows
 	if isTerminal(stderr) {

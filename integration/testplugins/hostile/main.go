@@ -24,6 +24,11 @@ func newPlugin() *sdk.Plugin {
 	leg := sdk.OnAll(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "in_process"})
 	p.Handle("ok", ok, sdk.Describe("Answers ok|hostile"), leg)
 	p.Handle("forge", forge, sdk.Describe("Writes rows with invalid UTF-8 and control bytes and a provenance that tries to forge lines"), leg)
+	p.Handle("fields", fields,
+		sdk.Describe("Writes declared rows whose fields hold |, \\, invalid UTF-8 and control bytes"),
+		sdk.Row("entry", "name", "note"),
+		sdk.Row("count", "n:int32"),
+		leg)
 	p.Handle("badprov", badProvenance, sdk.Describe("Returns a provenance that is not valid UTF-8"), leg)
 	p.Handle("spawn", spawn,
 		sdk.Describe("Starts sleeping descendants three ways, writes their pids to pidfile, then waits for cancellation or, with crash=true, exits with status 3"),
@@ -48,6 +53,18 @@ func forge(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, erro
 	out.Row("bad", "bad\xff")
 	// ESC starting a colour sequence, NUL, DEL and the one-character CSI (U+009B).
 	out.Row("ctl", "a\x1b[31mred\x00z\x7f\u009b.")
+	return sdk.Partial(forgedProvenance), nil
+}
+
+// fields writes rows an --output reader must take apart exactly: a `|` in the inner
+// field (escaped \| on the wire), raw ones in the last, a trailing backslash, an
+// invalid byte, terminal control bytes, and one row of an undeclared kind.
+func fields(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
+	out.Row("entry", "a|b", "c|d")
+	out.Row("entry", "bad\xff\x1b[2J\x00", "tab\there\u009b")
+	out.Row("entry", `C:\dir\`, `x\`)
+	out.Row("surprise", "z")
+	out.Row("count", "3")
 	return sdk.Partial(forgedProvenance), nil
 }
 
