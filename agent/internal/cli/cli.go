@@ -118,6 +118,15 @@ type config struct {
 	// definitions is describe's --definitions: print the definitions as YAML.
 	definitions bool
 
+	// The configuration file (config.go): its path, empty when none was read; where
+	// each setting came from; the plugins it disables. A pointer keeps config
+	// comparable.
+	file *fileSettings
+	// Log file settings (logfile.go); empty: logs go to stderr.
+	logFile     string
+	logMaxMiB   string
+	logMaxFiles string
+
 	// run's flags, as given; runFleet checks them.
 	server          string
 	caCert          string
@@ -141,6 +150,10 @@ var valueFlags = map[string]string{
 	"log-level":     "YUZU_LOG_LEVEL",
 	"log-format":    "YUZU_LOG_FORMAT",
 	"plugin-limits": "YUZU_PLUGIN_LIMITS",
+	"config":        configEnv,
+	"log-file":      "YUZU_LOG_FILE",
+	"log-max-mib":   "YUZU_LOG_MAX_MIB",
+	"log-max-files": "YUZU_LOG_MAX_FILES",
 
 	"server":           "YUZU_SERVER",
 	"ca-cert":          "YUZU_CA_CERT",
@@ -230,6 +243,15 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 		}
 		vals[name] = val
 	}
+	file, err := loadConfigFile(vals, getenv)
+	if err != nil {
+		return cfg, nil, err
+	}
+	cfg.file = &fileSettings{sources: settingSources(vals, bools, getenv, file), disabled: disabledPlugins(file)}
+	if file != nil {
+		cfg.file.path = file.Path
+	}
+	getenv = layered(getenv, file)
 	get := func(name string) (string, bool, error) {
 		if v, ok := vals[name]; ok {
 			return v, true, nil
@@ -254,6 +276,9 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 	cfg.logLevel = str("log-level")
 	cfg.logFormat = str("log-format")
 	cfg.limits = str("plugin-limits")
+	cfg.logFile = str("log-file")
+	cfg.logMaxMiB = str("log-max-mib")
+	cfg.logMaxFiles = str("log-max-files")
 	if _, err := limits.Parse(cfg.limits); err != nil {
 		problems = append(problems, usagef("--plugin-limits: %s", rows.Printable(err.Error())))
 	}
@@ -266,7 +291,6 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 	cfg.metricsListen = str("metrics-listen")
 	cfg.spoolAnswer = str("spool-answer-mib")
 	cfg.spoolTotal = str("spool-total-mib")
-	var err error
 	if cfg.noTLS, err = boolFlag(bools, "no-tls", getenv); err != nil {
 		problems = append(problems, err)
 	}
@@ -350,7 +374,7 @@ func parseTimeout(v string) (time.Duration, error) {
 func Main(args []string, stdout, stderr io.Writer) int {
 	cfg, pos, err := parseArgs(args, os.Getenv)
 	if err != nil {
-		return usageExit(stderr, err)
+		return usageExit(stderr, blame(cfg, err))
 	}
 	if cfg.help {
 		fmt.Fprint(stdout, usage)
@@ -374,7 +398,21 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if cfg.dataDir == "" {
 		cfg.dataDir = defaultDataDir(runtime.GOOS, os.Getenv)
 	}
-	log := newLogger(cfg, stderr)
+	logOut := stderr
+	if pos[0] == "run" {
+		out, closeLog, err := openLogFile(cfg, stderr)
+		var ue *usageError
+		if errors.As(err, &ue) {
+			return usageExit(stderr, blame(cfg, err))
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "yuzu-agent:", rows.Printable(err.Error()))
+			return exitFail
+		}
+		defer closeLog()
+		logOut = out
+	}
+	log := newLogger(cfg, logOut)
 
 	ctx, stop := interruptible(log)
 	defer stop()
@@ -393,6 +431,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		code, err = runDescribe(ctx, cfg, log, pos[1:], stdout, stderr)
 	case "run":
 		code, err = runFleet(ctx, cfg, log, pos[1:], stderr)
+	case "config":
+		code, err = runConfig(cfg, pos[1:], stdout)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -400,7 +440,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = usagef("unknown command %q", pos[0])
 	}
 	if err != nil {
-		return usageExit(stderr, err)
+		return usageExit(stderr, blame(cfg, err))
 	}
 	return code
 }

@@ -55,6 +55,7 @@ func TestParseArgsFlagsInEitherPosition(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			got.file = nil // TestConfigPrecedence checks them
 			if got != c.want {
 				t.Errorf("config = %+v, want %+v", got, c.want)
 			}
