@@ -395,8 +395,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.pluginDir = defaultPluginDir(exe)
 	}
+	system := cfg.dataDir == "" && runsAsSystem()
 	if cfg.dataDir == "" {
-		cfg.dataDir = defaultDataDir(runtime.GOOS, os.Getenv)
+		cfg.dataDir = defaultDataDir(runtime.GOOS, os.Getenv, system)
 	}
 	logOut := stderr
 	if pos[0] == "run" {
@@ -413,6 +414,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		logOut = out
 	}
 	log := newLogger(cfg, logOut)
+	if system {
+		noteUserDataDir(log, runtime.GOOS, os.Getenv, cfg.dataDir)
+	}
 
 	ctx, stop := interruptible(log)
 	defer stop()
