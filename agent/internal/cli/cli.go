@@ -437,6 +437,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		code, err = runFleet(ctx, cfg, log, pos[1:], stderr)
 	case "config":
 		code, err = runConfig(cfg, pos[1:], stdout)
+	case "status":
+		code, err = runStatus(ctx, cfg, pos[1:], stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
