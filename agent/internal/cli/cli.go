@@ -126,6 +126,8 @@ type config struct {
 	logFile     string
 	logMaxMiB   string
 	logMaxFiles string
+	// out is diagnostics' --out FILE.
+	out string
 
 	// run's flags, as given; runFleet checks them.
 	server          string
@@ -154,6 +156,7 @@ var valueFlags = map[string]string{
 	"log-file":      "YUZU_LOG_FILE",
 	"log-max-mib":   "YUZU_LOG_MAX_MIB",
 	"log-max-files": "YUZU_LOG_MAX_FILES",
+	"out":           "", // diagnostics' --out: the command line only
 
 	"server":           "YUZU_SERVER",
 	"ca-cert":          "YUZU_CA_CERT",
@@ -279,6 +282,7 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 	cfg.logFile = str("log-file")
 	cfg.logMaxMiB = str("log-max-mib")
 	cfg.logMaxFiles = str("log-max-files")
+	cfg.out = vals["out"]
 	if _, err := limits.Parse(cfg.limits); err != nil {
 		problems = append(problems, usagef("--plugin-limits: %s", rows.Printable(err.Error())))
 	}
@@ -439,6 +443,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		code, err = runConfig(cfg, pos[1:], stdout)
 	case "status":
 		code, err = runStatus(ctx, cfg, pos[1:], stdout, stderr)
+	case "diagnostics":
+		code, err = runDiagnostics(ctx, cfg, pos[1:], stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

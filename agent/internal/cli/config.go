@@ -34,12 +34,16 @@ const configEnv = "YUZU_CONFIG"
 // machine's own file.
 var defaultConfigPath = agentconf.DefaultPath
 
+// commandOnly are flags that are no setting: a file cannot hold them and `config
+// show` does not list them.
+var commandOnly = map[string]bool{"config": true, "out": true}
+
 // fileKeys are the settings a configuration file may hold: every value flag and
-// switch, --config itself excepted.
+// switch but commandOnly.
 func fileKeys() map[string]agentconf.Kind {
 	keys := map[string]agentconf.Kind{}
 	for name := range valueFlags {
-		if name != "config" {
+		if !commandOnly[name] {
 			keys[name] = agentconf.Text
 		}
 	}
@@ -109,7 +113,9 @@ func layered(getenv func(string) string, f *agentconf.File) func(string) string 
 	}
 	flagOf := map[string]string{}
 	for name, env := range valueFlags {
-		flagOf[env] = name
+		if env != "" {
+			flagOf[env] = name
+		}
 	}
 	for name, env := range boolFlags {
 		flagOf[env] = name
@@ -149,6 +155,9 @@ func settingSources(vals map[string]string, bools map[string]bool, getenv func(s
 	}
 	for name, env := range valueFlags {
 		_, given := vals[name]
+		if name == "out" {
+			continue
+		}
 		one(name, env, given)
 	}
 	for name, env := range boolFlags {
