@@ -48,6 +48,10 @@ commands:
   describe PLUGIN --definitions        print the definitions it serves as YAML (a starting file)
   run                                  connect to the fleet server and run its commands until
                                        SIGINT or SIGTERM (docs/fleet.md)
+  config show                          print every setting, its value and its source
+  status                               ask the running agent (run) for its link, queue and plugins
+  diagnostics [--out FILE]             write a tar.gz for support (docs/operations.md)
+  service install|uninstall|status     the systemd unit or launchd daemon that runs run
   version                              print the version
 
 flags (before or after the command; environment variable in brackets):
@@ -63,6 +67,11 @@ flags (before or after the command; environment variable in brackets):
                       [YUZU_PLUGIN_LIMITS]: "NAME:memory_mib=N,cpus=X,tasks=N;..."
                       with NAME a plugin or * for all (default *:memory_mib=512,cpus=1,
                       tasks=256; docs/agent.md "Resource limits")
+  --config FILE       configuration file [YUZU_CONFIG] (default /etc/yuzu/agent.yaml;
+                      every flag below is a setting there; docs/operations.md)
+  --log-file PATH     run logs to PATH, rotated by size [YUZU_LOG_FILE] (default stderr);
+                      --log-max-mib N (64) and --log-max-files N (5) [YUZU_LOG_MAX_MIB,
+                      YUZU_LOG_MAX_FILES]
   --version           print the version
 
 run flags:
@@ -445,6 +454,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		code, err = runStatus(ctx, cfg, pos[1:], stdout, stderr)
 	case "diagnostics":
 		code, err = runDiagnostics(ctx, cfg, pos[1:], stdout, stderr)
+	case "service":
+		code, err = runService(ctx, cfg, pos[1:], stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
