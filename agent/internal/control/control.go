@@ -12,12 +12,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/yuzugo/yuzu/agent/supervisor"
+	"github.com/yuzugo/yuzu/sdk/safefile"
 )
 
 // SocketName is the socket's file name in Dir.
@@ -123,4 +126,25 @@ func Query(ctx context.Context, path string) (Report, error) {
 		return Report{}, fmt.Errorf("the agent's report: %w", err)
 	}
 	return r, nil
+}
+
+// clearStale removes the socket a dead agent left at path: isSocket says whether what
+// is there may be one (anything else is refused, never removed); one that answers
+// means another agent runs on the data dir.
+func clearStale(path string, isSocket func(fs.FileInfo) bool) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !isSocket(fi) {
+		return fmt.Errorf("%s is %s, not the agent's socket; remove it", path, safefile.Describe(fi.Mode()))
+	}
+	if c, err := net.DialTimeout("unix", path, 2*time.Second); err == nil {
+		c.Close()
+		return fmt.Errorf("another agent answers on %s: one agent per data dir", path)
+	}
+	return os.Remove(path)
 }

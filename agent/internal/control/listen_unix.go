@@ -3,12 +3,10 @@
 package control
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"net"
 	"os"
-	"time"
 
 	"github.com/yuzugo/yuzu/sdk/safefile"
 )
@@ -45,18 +43,7 @@ func Listen(dataDir string) (net.Listener, error) {
 	if len(path) > maxSocketPath {
 		return nil, fmt.Errorf("%s: the path is longer than the %d bytes a Unix socket's may be; choose a shorter --data-dir", path, maxSocketPath)
 	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&fs.ModeSocket == 0 {
-			return nil, fmt.Errorf("%s is %s, not the agent's socket; remove it", path, safefile.Describe(fi.Mode()))
-		}
-		if c, err := net.DialTimeout("unix", path, 2*time.Second); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("another agent answers on %s: one agent per data dir", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, err
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	if err := clearStale(path, func(fi fs.FileInfo) bool { return fi.Mode()&fs.ModeSocket != 0 }); err != nil {
 		return nil, err
 	}
 	l, err := net.Listen("unix", path)

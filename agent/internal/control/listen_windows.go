@@ -1,12 +1,10 @@
 package control
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"net"
 	"os"
-	"time"
 
 	"golang.org/x/sys/windows"
 )
@@ -38,15 +36,9 @@ func Listen(dataDir string) (net.Listener, error) {
 		return nil, fmt.Errorf("%s: restricting it to SYSTEM and Administrators: %w", dir, err)
 	}
 	path := Path(dataDir)
-	if _, err := os.Lstat(path); err == nil {
-		if c, err := net.DialTimeout("unix", path, 2*time.Second); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("another agent answers on %s: one agent per data dir", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, err
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	// Windows shows an AF_UNIX socket as a reparse point, not a socket; the
+	// directory's ACL already keeps anyone but SYSTEM and Administrators out.
+	if err := clearStale(path, func(fs.FileInfo) bool { return true }); err != nil {
 		return nil, err
 	}
 	return net.Listen("unix", path)
