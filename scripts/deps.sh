@@ -35,6 +35,7 @@ else
 		"firewalld            firewalld   firewall tests run a real firewalld inside a namespace, on a private bus"
 		"dbus-daemon          dbus-daemon firewall tests start a private D-Bus bus (never the system one)"
 		"setpriv              util-linux  firewall tests run the plugin as nobody"
+		"systemd-analyze      systemd     the service test checks the written systemd unit with systemd-analyze verify"
 	)
 fi
 

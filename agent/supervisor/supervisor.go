@@ -56,6 +56,9 @@ type Options struct {
 	// Limits are each plugin's resource limits (docs/agent.md "Resource limits");
 	// a zero Default means limits.Default. The real launcher alone applies them.
 	Limits limits.Set
+	// Disabled names plugins the configuration turns off: kept, refused, so that
+	// Status and a command for one say why.
+	Disabled map[string]bool
 }
 
 func (o *Options) defaults() {
@@ -120,6 +123,9 @@ func New(opts Options) (*Supervisor, error) {
 	}
 	for _, name := range sortedNames(bins) {
 		b := bins[name]
+		if b.refused == nil && opts.Disabled[name] {
+			b.refused = &RefusedError{Path: b.path, Reason: "disabled in the configuration file (plugins." + name + ".enabled: false)"}
+		}
 		if b.refused != nil {
 			s.log.Warn("plugin refused", "plugin", name, "reason", b.refused.Error())
 		}

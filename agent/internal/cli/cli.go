@@ -52,6 +52,10 @@ commands:
   shell                                type commands (exec's arguments, one a line) to one
                                        long-lived agent, with history and Tab completion;
                                        reads plain lines from a pipe (docs/agent.md)
+  config show                          print every setting, its value and its source
+  status                               ask the running agent (run) for its link, queue and plugins
+  diagnostics [--out FILE]             write a tar.gz for support (docs/operations.md)
+  service install|uninstall|status     the systemd unit or launchd daemon that runs run
   version                              print the version
 
 flags (before or after the command; environment variable in brackets):
@@ -69,6 +73,11 @@ flags (before or after the command; environment variable in brackets):
                       tasks=256; docs/agent.md "Resource limits")
   --output FORMAT     exec's output: capture, json, jsonl or table [YUZU_OUTPUT]
                       (default capture; docs/agent.md "Output formats")
+  --config FILE       configuration file [YUZU_CONFIG] (default /etc/yuzu/agent.yaml;
+                      every flag below is a setting there; docs/operations.md)
+  --log-file PATH     run logs to PATH, rotated by size [YUZU_LOG_FILE] (default stderr);
+                      --log-max-mib N (64) and --log-max-files N (5) [YUZU_LOG_MAX_MIB,
+                      YUZU_LOG_MAX_FILES]
   --version           print the version
 
 run flags:
@@ -126,6 +135,17 @@ type config struct {
 	// definitions is describe's --definitions: print the definitions as YAML.
 	definitions bool
 
+	// The configuration file (config.go): its path, empty when none was read; where
+	// each setting came from; the plugins it disables. A pointer keeps config
+	// comparable.
+	file *fileSettings
+	// Log file settings (logfile.go); empty: logs go to stderr.
+	logFile     string
+	logMaxMiB   string
+	logMaxFiles string
+	// out is diagnostics' --out FILE.
+	out string
+
 	// run's flags, as given; runFleet checks them.
 	server          string
 	caCert          string
@@ -150,6 +170,11 @@ var valueFlags = map[string]string{
 	"log-format":    "YUZU_LOG_FORMAT",
 	"plugin-limits": "YUZU_PLUGIN_LIMITS",
 	"output":        "YUZU_OUTPUT",
+	"config":        configEnv,
+	"log-file":      "YUZU_LOG_FILE",
+	"log-max-mib":   "YUZU_LOG_MAX_MIB",
+	"log-max-files": "YUZU_LOG_MAX_FILES",
+	"out":           "", // diagnostics' --out: the command line only
 
 	"server":           "YUZU_SERVER",
 	"ca-cert":          "YUZU_CA_CERT",
@@ -239,6 +264,15 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 		}
 		vals[name] = val
 	}
+	file, err := loadConfigFile(vals, getenv)
+	if err != nil {
+		return cfg, nil, err
+	}
+	cfg.file = &fileSettings{sources: settingSources(vals, bools, getenv, file), disabled: disabledPlugins(file)}
+	if file != nil {
+		cfg.file.path = file.Path
+	}
+	getenv = layered(getenv, file)
 	get := func(name string) (string, bool, error) {
 		if v, ok := vals[name]; ok {
 			return v, true, nil
@@ -250,7 +284,6 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 		return v, v != "", nil
 	}
 	var problems []error
-	var err error
 	str := func(name string) string {
 		v, _, err := get(name)
 		if err != nil {
@@ -264,6 +297,10 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 	cfg.logLevel = str("log-level")
 	cfg.logFormat = str("log-format")
 	cfg.limits = str("plugin-limits")
+	cfg.logFile = str("log-file")
+	cfg.logMaxMiB = str("log-max-mib")
+	cfg.logMaxFiles = str("log-max-files")
+	cfg.out = vals["out"]
 	if _, err := limits.Parse(cfg.limits); err != nil {
 		problems = append(problems, usagef("--plugin-limits: %s", rows.Printable(err.Error())))
 	}
@@ -363,7 +400,7 @@ func parseTimeout(v string) (time.Duration, error) {
 func Main(args []string, stdout, stderr io.Writer) int {
 	cfg, pos, err := parseArgs(args, os.Getenv)
 	if err != nil {
-		return usageExit(stderr, err)
+		return usageExit(stderr, blame(cfg, err))
 	}
 	if cfg.help {
 		fmt.Fprint(stdout, usage)
@@ -384,10 +421,28 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.pluginDir = defaultPluginDir(exe)
 	}
+	system := cfg.dataDir == "" && runsAsSystem()
 	if cfg.dataDir == "" {
-		cfg.dataDir = defaultDataDir(runtime.GOOS, os.Getenv)
+		cfg.dataDir = defaultDataDir(runtime.GOOS, os.Getenv, system)
 	}
-	log := newLogger(cfg, stderr)
+	logOut := stderr
+	if pos[0] == "run" {
+		out, closeLog, err := openLogFile(cfg, stderr)
+		var ue *usageError
+		if errors.As(err, &ue) {
+			return usageExit(stderr, blame(cfg, err))
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "yuzu-agent:", rows.Printable(err.Error()))
+			return exitFail
+		}
+		defer closeLog()
+		logOut = out
+	}
+	log := newLogger(cfg, logOut)
+	if system {
+		noteUserDataDir(log, runtime.GOOS, os.Getenv, cfg.dataDir)
+	}
 
 	// The shell owns its signals: SIGINT cancels the command it runs, not the shell.
 	ctx, stop := context.Background(), func() {}
@@ -417,6 +472,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		code, err = runFleet(ctx, cfg, log, pos[1:], stderr)
 	case "shell":
 		code, err = runShell(cfg, log, pos[1:], os.Stdin, stdout, stderr)
+	case "config":
+		code, err = runConfig(cfg, pos[1:], stdout)
+	case "status":
+		code, err = runStatus(ctx, cfg, pos[1:], stdout, stderr)
+	case "diagnostics":
+		code, err = runDiagnostics(ctx, cfg, pos[1:], stdout, stderr)
+	case "service":
+		code, err = runService(ctx, cfg, pos[1:], stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -424,7 +487,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = usagef("unknown command %q", pos[0])
 	}
 	if err != nil {
-		return usageExit(stderr, err)
+		return usageExit(stderr, blame(cfg, err))
 	}
 	return code
 }

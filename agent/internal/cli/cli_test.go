@@ -57,6 +57,7 @@ func TestParseArgsFlagsInEitherPosition(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			got.file = nil // TestConfigPrecedence checks them
 			if got != c.want {
 				t.Errorf("config = %+v, want %+v", got, c.want)
 			}
@@ -143,23 +144,30 @@ func TestContainsSegment(t *testing.T) {
 
 func TestDefaultDataDir(t *testing.T) {
 	cases := []struct {
-		goos string
-		env  map[string]string
-		want string
+		goos   string
+		env    map[string]string
+		system bool
+		want   string
 	}{
-		{"linux", map[string]string{"XDG_DATA_HOME": "/x", "HOME": "/h"}, "/x/yuzu"},
-		{"linux", map[string]string{"HOME": "/h"}, "/h/.local/share/yuzu"},
-		{"linux", nil, "yuzu_data"},
-		{"darwin", map[string]string{"HOME": "/Users/a"}, "/Users/a/Library/Application Support/yuzu"},
-		{"windows", map[string]string{"LOCALAPPDATA": `C:\Users\a\AppData\Local`}, `C:\Users\a\AppData\Local\yuzu`},
-		{"windows", nil, "yuzu_data"},
+		{"linux", map[string]string{"XDG_DATA_HOME": "/x", "HOME": "/h"}, false, "/x/yuzu"},
+		{"linux", map[string]string{"HOME": "/h"}, false, "/h/.local/share/yuzu"},
+		{"linux", nil, false, "yuzu_data"},
+		{"darwin", map[string]string{"HOME": "/Users/a"}, false, "/Users/a/Library/Application Support/yuzu"},
+		{"windows", map[string]string{"LOCALAPPDATA": `C:\Users\a\AppData\Local`}, false, `C:\Users\a\AppData\Local\yuzu`},
+		{"windows", nil, false, "yuzu_data"},
+		// Root or a service: the machine's directory, whatever HOME says.
+		{"linux", map[string]string{"XDG_DATA_HOME": "/x", "HOME": "/root"}, true, "/var/lib/yuzu"},
+		{"darwin", map[string]string{"HOME": "/var/root"}, true, "/Library/Application Support/yuzu"},
+		{"windows", map[string]string{"ProgramData": `D:\PD`, "LOCALAPPDATA": `C:\x`}, true, `D:\PD\yuzu`},
+		{"windows", nil, true, `C:\ProgramData\yuzu`},
+		{"windows", map[string]string{"ProgramData": `relative`}, true, `C:\ProgramData\yuzu`},
 	}
 	for _, c := range cases {
-		if c.goos != "windows" {
+		if c.goos != "windows" && !c.system {
 			// Joined with the separator of the system the test runs on.
 			c.want = filepath.FromSlash(c.want)
 		}
-		if got := defaultDataDir(c.goos, env(c.env)); got != c.want {
+		if got := defaultDataDir(c.goos, env(c.env), c.system); got != c.want {
 			t.Errorf("defaultDataDir(%s, %v) = %q, want %q", c.goos, c.env, got, c.want)
 		}
 	}

@@ -272,6 +272,7 @@ func newSupervisor(cfg config, log hclog.Logger) (*supervisor.Supervisor, error)
 		Logger:       log,
 		ReapOrphans:  true,
 		Limits:       set,
+		Disabled:     cfg.disabledPlugins(),
 	})
 }
 

@@ -3,12 +3,23 @@ package cli
 import (
 	"os"
 	"path/filepath"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/yuzugo/yuzu/agent/internal/agentconf"
+	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
-// defaultDataDir is the upstream default state directory for goos: Windows
-// %LOCALAPPDATA%\yuzu, macOS ~/Library/Application Support/yuzu, elsewhere
-// $XDG_DATA_HOME/yuzu else ~/.local/share/yuzu; ./yuzu_data when none applies.
-func defaultDataDir(goos string, getenv func(string) string) string {
+// defaultDataDir is the default state directory for goos. An agent that runs as root
+// or as a service (system) keeps its state in the machine's directory: /var/lib/yuzu,
+// Windows %ProgramData%\yuzu, macOS /Library/Application Support/yuzu, never root's
+// home. A user's agent keeps it in the user's: Windows %LOCALAPPDATA%\yuzu, macOS
+// ~/Library/Application Support/yuzu, elsewhere $XDG_DATA_HOME/yuzu else
+// ~/.local/share/yuzu; ./yuzu_data when none applies. docs/operations.md, "Paths".
+func defaultDataDir(goos string, getenv func(string) string, system bool) string {
+	if system {
+		return agentconf.SystemDir(goos, getenv)
+	}
 	home := getenv("HOME")
 	switch goos {
 	case "windows":
@@ -41,4 +52,19 @@ func defaultPluginDir(exe string) string {
 		}
 	}
 	return filepath.Join(dir, "plugins")
+}
+
+// noteUserDataDir says, once at start, that the data dir a user's agent would have
+// used exists and is not used: a system agent's state moved to the machine's
+// directory, and nothing is moved silently (the operator moves the files, or passes
+// --data-dir to keep the old place).
+func noteUserDataDir(log hclog.Logger, goos string, getenv func(string) string, dataDir string) {
+	old := defaultDataDir(goos, getenv, false)
+	if old == dataDir || !filepath.IsAbs(old) {
+		return
+	}
+	if fi, err := os.Lstat(old); err == nil && fi.IsDir() {
+		log.Warn("a data dir from a per-user default exists and is not used; move its files or pass --data-dir to keep using it",
+			"not_used", rows.Printable(old), "data_dir", rows.Printable(dataDir))
+	}
 }

@@ -197,10 +197,16 @@ func runFleet(ctx context.Context, cfg config, log hclog.Logger, args []string, 
 	}
 	defer sup.Close()
 
-	var m *metrics.Metrics
+	// The series are kept even without --metrics-listen: `yuzu-agent status` reads
+	// the connection state and queue depth from them.
+	m := metrics.New()
+	m.WatchPlugins(sup.Status)
+	stopStatus, err := serveStatus(ctx, cfg, rs, sup, m, log)
+	if err != nil {
+		return fail(err)
+	}
+	defer stopStatus()
 	if listener != nil {
-		m = metrics.New()
-		m.WatchPlugins(sup.Status)
 		mctx, stopMetrics := context.WithCancel(ctx)
 		defer stopMetrics()
 		go func() {

@@ -99,6 +99,21 @@ func (m *Metrics) Connected(up bool) {
 	}
 }
 
+// Link is the state of the link to the fleet server, for `yuzu-agent status`.
+type Link struct {
+	Connected  bool
+	Reconnects uint64
+	QueueDepth int64
+}
+
+// Link returns the link's state now; the zero Link on a nil *Metrics.
+func (m *Metrics) Link() Link {
+	if m == nil {
+		return Link{}
+	}
+	return Link{Connected: m.connected.Load() == 1, Reconnects: m.reconnects.Load(), QueueDepth: m.queue.Load()}
+}
+
 // WatchPlugins has the restart counters read, at each scrape, from the supervisor's
 // status (its per-plugin count of deaths and failed starts, each of which is followed
 // by a restart): nothing to miss between scrapes, and no goroutine. Call it before

@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDiagnosticsBundle(t *testing.T) {
+	dir := t.TempDir()
+	secretKey := filepath.Join(dir, "client.key")
+	if err := os.WriteFile(secretKey, []byte("-----BEGIN PRIVATE KEY-----KEYMATERIAL"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logFile := filepath.Join(dir, "agent.log")
+	if err := os.WriteFile(logFile, []byte("old line\nlast line token=s3cret\x1b[31m\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plugins := t.TempDir()
+	if err := os.Symlink(secretKey, filepath.Join(plugins, "yuzu-plugin-link")); err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := writeConfig(t, "enrollment-token: s3cret\nclient-key: "+secretKey+"\nlog-file: "+logFile+"\n")
+	out := filepath.Join(dir, "bundle.tar.gz")
+	var stdout, stderr bytes.Buffer
+	code := Main([]string{"--config", cfgFile, "--data-dir", t.TempDir(), "--plugin-dir", plugins, "diagnostics", "--out", out}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	got := map[string]string{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(tr)
+		got[h.Name] = string(b)
+	}
+	for _, name := range []string{"version.txt", "config.txt", "status.txt", "plugins.txt", "log.txt", "journal.txt"} {
+		if _, ok := got[diagDir+"/"+name]; !ok {
+			t.Errorf("bundle lacks %s", name)
+		}
+	}
+	all := strings.Join(func() []string {
+		var s []string
+		for _, v := range got {
+			s = append(s, v)
+		}
+		return s
+	}(), "\n")
+	for _, bad := range []string{"s3cret", "KEYMATERIAL", "\x1b"} {
+		if strings.Contains(all, bad) {
+			t.Errorf("bundle holds %q", bad)
+		}
+	}
+	if !strings.Contains(got[diagDir+"/log.txt"], "last line token="+redacted) {
+		t.Errorf("log.txt = %q", got[diagDir+"/log.txt"])
+	}
+	if !strings.Contains(got[diagDir+"/plugins.txt"], "yuzu-plugin-link\tL") {
+		t.Errorf("plugins.txt does not name the link as a link:\n%s", got[diagDir+"/plugins.txt"])
+	}
+	if !strings.Contains(got[diagDir+"/status.txt"], "no running agent answers") {
+		t.Errorf("status.txt = %q", got[diagDir+"/status.txt"])
+	}
+}

@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/yuzugo/yuzu/agent/internal/control"
+	"github.com/yuzugo/yuzu/agent/internal/metrics"
+	"github.com/yuzugo/yuzu/agent/supervisor"
+	"github.com/yuzugo/yuzu/sdk/rows"
+)
+
+// serveStatus has `run` answer `yuzu-agent status` on its socket until ctx ends or
+// the returned stop is called.
+func serveStatus(ctx context.Context, cfg config, rs runSettings, sup *supervisor.Supervisor, m *metrics.Metrics, log hclog.Logger) (func(), error) {
+	l, err := control.Listen(cfg.dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("status socket: %w", err)
+	}
+	started := time.Now().UTC()
+	configFile := ""
+	if cfg.file != nil {
+		configFile = cfg.file.path
+	}
+	report := func() control.Report {
+		link := m.Link()
+		return control.Report{
+			Version: Version, Commit: Commit, PID: os.Getpid(), Started: started,
+			AgentID: cfg.agentID, Server: rs.server, ConfigFile: configFile,
+			Connected: link.Connected, Reconnects: link.Reconnects, QueueDepth: link.QueueDepth,
+			Plugins: sup.Status(),
+		}
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := control.Serve(sctx, l, report); err != nil {
+			log.Error("status socket stopped", "error", err)
+		}
+	}()
+	log.Info("status socket", "path", control.Path(cfg.dataDir))
+	return func() {
+		cancel()
+		<-done
+		_ = os.Remove(control.Path(cfg.dataDir))
+	}, nil
+}
+
+// statusWait bounds how long `status` waits for the agent's answer.
+const statusWait = 15 * time.Second
+
+// runStatus is `yuzu-agent status`: the running agent's own account of itself. Exit 0
+// when it is connected and every plugin runs, 1 otherwise, 3 when no agent answers.
+func runStatus(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer) (int, error) {
+	if len(args) > 0 {
+		return 0, usagef("status takes no arguments, got %q", rows.Printable(args[0]))
+	}
+	ctx, cancel := context.WithTimeout(ctx, statusWait)
+	defer cancel()
+	r, err := control.Query(ctx, control.Path(cfg.dataDir))
+	if err != nil {
+		fmt.Fprintln(stderr, "yuzu-agent:", rows.Printable(err.Error()))
+		if errors.Is(err, control.ErrNotRunning) {
+			return exitNotRunning, nil
+		}
+		return exitFail, nil
+	}
+	if err := writeReport(stdout, r); err != nil {
+		return exitFail, nil
+	}
+	if !r.Connected {
+		return exitFail, nil
+	}
+	for _, p := range r.Plugins {
+		if p.State != supervisor.StateRunning {
+			return exitFail, nil
+		}
+	}
+	return exitOK, nil
+}
+
+// exitNotRunning is status's exit code when no agent answers (as LSB init scripts
+// say "program is not running").
+const exitNotRunning = 3
+
+// writeReport prints a report for people; every field from the agent is escaped.
+func writeReport(w io.Writer, r control.Report) error {
+	conn := "disconnected"
+	if r.Connected {
+		conn = "connected"
+	}
+	fmt.Fprintf(w, "agent:       %s (commit %s), pid %d, up since %s\n", cell(r.Version), cell(r.Commit), r.PID, r.Started.Format(time.RFC3339))
+	fmt.Fprintf(w, "agent id:    %s\n", cell(r.AgentID))
+	fmt.Fprintf(w, "server:      %s, %s, %d reconnects\n", cell(r.Server), conn, r.Reconnects)
+	fmt.Fprintf(w, "queue:       %d commands waiting or running\n", r.QueueDepth)
+	fmt.Fprintf(w, "config file: %s\n", cell(r.ConfigFile))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PLUGIN\tVERSION\tSTATE\tPID\tRESTARTS\tLAST ERROR\tMEMORY PEAK/LIMIT\tTASKS PEAK/LIMIT\tCPU LIMIT")
+	for _, st := range r.Plugins {
+		mem, tasks, cpu := boxCells(st)
+		pid := "-"
+		if st.Pid > 0 {
+			pid = strconv.Itoa(st.Pid)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", cell(st.Name), cell(st.Version), cell(string(st.State)), pid,
+			st.Restarts, cell(st.LastError), mem, tasks, cpu)
+	}
+	return tw.Flush()
+}
