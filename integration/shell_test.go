@@ -200,6 +200,8 @@ func TestShellFromPipe(t *testing.T) {
 		"crasher ok",
 		".nosuch",
 		"tags get key=missing",
+		".output jsonl",
+		"tags count",
 	}, "\n") + "\n"
 	ctx, cancel := context.WithTimeout(context.Background(), agentTimeout)
 	defer cancel()
@@ -221,7 +223,9 @@ func TestShellFromPipe(t *testing.T) {
 	if !strings.HasPrefix(r.stdout, wantOut) {
 		t.Errorf("stdout does not start with the first four answers:\n%s", r)
 	}
-	for _, want := range []string{"before|crash\n", "ok|crasher\n", "tag|missing|\n" + undeclared} {
+	// .output switches the later answers to exec's --output formats.
+	for _, want := range []string{"before|crash\n", "ok|crasher\n", "tag|missing|\n" + undeclared,
+		`{"kind":"count","fields":{"count":"2"}}` + "\n"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r)
 		}

@@ -25,9 +25,11 @@ import (
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
-// Version is the agent's version; Commit is set at build time with -ldflags.
+// Version is the agent's version; Commit is set at build time with -ldflags. The
+// filesystem definitions it ships name minAgentVersion 0.4.0 (the version that
+// brought their actions); this agent serves all of them, so it is at least that.
 var (
-	Version = "0.1.0"
+	Version = "0.4.0"
 	Commit  = "unknown"
 )
 

@@ -20,7 +20,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/yuzugo/yuzu/agent/dispatch"
-	"github.com/yuzugo/yuzu/agent/internal/capture"
+	"github.com/yuzugo/yuzu/agent/internal/output"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/agent/words"
 	"github.com/yuzugo/yuzu/definitions"
@@ -43,8 +43,14 @@ the history. Ctrl-C cancels the running command (or the line being typed). A lin
 that starts with a blank is not kept in the history; # starts a comment line.
 `
 
-// outputFormats are what .output accepts.
-var outputFormats = []string{"capture"}
+// outputFormats are what .output accepts: exec's --output formats.
+var outputFormats = func() []string {
+	var names []string
+	for _, f := range output.Formats {
+		names = append(names, string(f))
+	}
+	return names
+}()
 
 // shell is `yuzu-agent shell`: one supervisor for many commands.
 type shell struct {
@@ -330,7 +336,8 @@ func (s *shell) exec(ctx context.Context, words []string) {
 	cfg := s.cfg // a definition's ttl may change the timeout of this command only
 	cctx, done := s.command(ctx, 0)
 	defer done()
-	out := capture.New(s.out)
+	format := output.Format(s.format)
+	out := output.New(format, s.out)
 	if t.def != nil {
 		if err := resolveDefinition(cctx, &cfg, s.sup, &t); err != nil {
 			s.lastRC = out.AgentError(s.agentMessage(ctx, err))
@@ -338,6 +345,10 @@ func (s *shell) exec(ctx context.Context, words []string) {
 		}
 	}
 	req := supervisor.Request{Plugin: t.plugin, Action: t.action, Params: t.params, Timeout: cfg.timeout}
+	if format != output.Capture {
+		declareRows(cctx, s.sup, &req, &t, s.log)
+		out.Declare(t.rows)
+	}
 	onRows := out.Rows
 	if s.term != nil {
 		p := &progressLine{w: s.term}
