@@ -95,8 +95,8 @@ run 0 "entry|logs|directory|0" -- exec filesystem list_dir path="$scratch"
 run 0 "line|2|beta" "total_lines|4" -- exec filesystem read path="$scratch/notes.txt" offset=2 limit=2
 run 0 "hash|$notes_sha" "algorithm|sha256" -- exec filesystem file_hash path="$scratch/notes.txt"
 run 0 "match|3|gamma" "total_matches|1" -- exec filesystem search path="$scratch/notes.txt" pattern=gam
-# By plugin and action: the device.filesystem.* definitions ask for agent 0.4.0
-# (compatibility.minAgentVersion) and this agent is 0.1.0, so `exec` refuses them.
+# By plugin and action (the device.filesystem.* definitions, which ask for agent 0.4.0,
+# run it too).
 run 0 "replacements_made|1" -- exec filesystem replace path="$scratch/app.conf" search=8080 replacement=9090 base_dir="$scratch"
 run 0 "line|1|listen 9090" -- exec filesystem read path="$scratch/app.conf"
 run 0 "status|ok" "bytes_written|5" -- exec filesystem write_content path="$scratch/new.txt" content=hello create=true
@@ -121,8 +121,19 @@ printf '\n$ cat %s\n' "$script"
 cat "$script"
 run_stdin=$script run 0 "tag_set|demo|shell" "tag|demo|shell" "tag_deleted|demo|true" -- shell
 
-# --- Placeholder for the machine-readable output (issue 19, item 1): a step such as
-# --- `yuzu-agent exec tags count --output json | jq .` goes here when that lands.
+# Machine-readable output (docs/agent.md "Output formats"): one JSON object, fields
+# named from the action's declared row columns, read back by jq when it is here.
+run 0 '~"kind":"count"' '~"status":"UNDECLARED"' -- exec tags count --output json
+if command -v jq >/dev/null 2>&1; then
+	printf '\n$ yuzu-agent exec tags count --output json | jq -c .rows\n'
+	if ! json_rows=$("$agent" --plugin-dir "$plugins" --data-dir "$data" exec tags count --output json | jq -c .rows); then
+		warn "demo: FAILED: jq could not read exec's --output json"
+		exit 1
+	fi
+	printf '%s\n' "$json_rows"
+else
+	printf '\n(jq is not installed: `make test` installs it; the jq step is left out)\n'
+fi
 
 printf '\ndemo: all %d steps behaved as expected\n' "$steps"
 
@@ -183,9 +194,20 @@ sed -n '1,4p' "$by_hand/server.out"
 printf '$ %s\n' "${run_line#  }"
 "$agent" --plugin-dir "$plugins" --data-dir "$by_hand/data" "${run_args[@]:1}" >"$by_hand/agent.log" 2>&1 &
 agent_pid=$!
-# --- Placeholder for the status of a running agent (issue 19, item 5): a step such as
-# --- `yuzu-agent status` against this agent (wait_for "fleet: registered agent" first)
-# --- goes here, before the server is told to quit.
+# The running agent answers `yuzu-agent status` on its local socket.
+wait_for "fleet: registered agent"
+status_ok=0
+for ((i = 0; i < 100; i++)); do
+	if "$agent" --plugin-dir "$plugins" --data-dir "$by_hand/data" status >"$by_hand/status.out" 2>&1; then
+		status_ok=1
+		break
+	fi
+	sleep 0.2
+done
+printf '$ yuzu-agent status\n'
+cat "$by_hand/status.out"
+((status_ok)) || by_hand_fail "yuzu-agent status did not answer"
+grep -q tags "$by_hand/status.out" || by_hand_fail "yuzu-agent status does not name the tags plugin"
 printf 'send tags set key=team value=blue\nsend device.tags.get key=team\nagents\nquit\n' >&3
 exec 3>&-
 wait_for "cmd-2 SUCCESS"

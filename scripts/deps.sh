@@ -36,6 +36,7 @@ else
 		"dbus-daemon          dbus-daemon firewall tests start a private D-Bus bus (never the system one)"
 		"setpriv              util-linux  firewall tests run the plugin as nobody"
 		"systemd-analyze      systemd     the service test checks the written systemd unit with systemd-analyze verify"
+		"jq                   jq          the output tests and make demo check --output json and jsonl with a real jq"
 	)
 fi
 
