@@ -84,8 +84,8 @@ func TestUsageErrors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			r := runAgent(t, nil, c.args...)
-			if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "yuzu-agent: "+c.message) || !strings.Contains(r.stderr, "usage: yuzu-agent") {
-				t.Errorf("want exit 2, no stdout, %q and the usage on stderr:\n%s", c.message, r)
+			if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "yuzu-agent: "+c.message) || !strings.HasSuffix(r.stderr, "\nrun 'yuzu-agent help' for the commands and flags\n") || strings.Contains(r.stderr, "usage: yuzu-agent") {
+				t.Errorf("want exit 2, no stdout, %q and the one-line hint (not the whole usage) on stderr:\n%s", c.message, r)
 			}
 		})
 	}

@@ -524,10 +524,15 @@ func interruptible(log hclog.Logger) (context.Context, func()) {
 	}
 }
 
+// usageExit answers a usage error with the one line that says what is wrong and a
+// hint, not the whole help, which would push the line off a small terminal.
 func usageExit(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "yuzu-agent: %v\n\n%s", err, usage)
+	fmt.Fprintf(stderr, "yuzu-agent: %v\n%s", err, usageHint)
 	return exitUsage
 }
+
+// usageHint ends every usage error.
+const usageHint = "run 'yuzu-agent help' for the commands and flags\n"
 
 func newLogger(cfg config, stderr io.Writer) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{
