@@ -448,6 +448,11 @@ func TestFleetTypedStatus(t *testing.T) {
 		t.Errorf("%d tags registered from a corrupt tags.json", n)
 	}
 	a.stop(t)
+	// The audit trail: the command's one line at info, with its outcome.
+	audit := regexp.MustCompile(`\[INFO\]  yuzu-agent\.fleet: command: id=constrained plugin=tags action=count params="?"? status=CONSTRAINED completeness=\S+ rc=0 duration=\S+s\n`)
+	if n := len(audit.FindAllString(a.stderr.String(), -1)); n != 1 {
+		t.Errorf("want one audit line for the command, got %d:\n%s", n, a.stderr.String())
+	}
 }
 
 // TestFleetReplayAfterRestart: a repeated command id is answered from the journal

@@ -209,7 +209,8 @@ func runExec(ctx context.Context, cfg config, log hclog.Logger, args []string, s
 			return out.AgentError(agentMessage(err)), nil
 		}
 	}
-	d := dispatch.New(sup, dispatch.Options{})
+	// The answer is on stdout for the operator to read: the audit line is debug here.
+	d := dispatch.New(sup, dispatch.Options{Audit: log, AuditLevel: hclog.Debug})
 	req := supervisor.Request{
 		Plugin:  t.plugin,
 		Action:  t.action,

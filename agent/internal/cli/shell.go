@@ -100,7 +100,7 @@ func runShell(cfg config, log hclog.Logger, args []string, stdin io.Reader, stdo
 		return exitFail, nil
 	}
 	s.sup = sup
-	s.disp = dispatch.New(sup, dispatch.Options{})
+	s.disp = dispatch.New(sup, dispatch.Options{Audit: log, AuditLevel: hclog.Debug}) // as exec's
 	notices := sup.Subscribe(64)
 	noticesDone := make(chan struct{})
 	go func() {

@@ -202,6 +202,9 @@ func New(o Options) *Session {
 	for _, n := range o.Plugins.Plugins() {
 		s.plugins[n] = true
 	}
+	if o.Dispatch.Audit == nil {
+		o.Dispatch.Audit = o.Logger // every fleet command's audit line, at info
+	}
 	s.disp = dispatch.New(gate{s}, o.Dispatch)
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.cmdCtx, s.cancel = context.WithCancel(context.Background())
