@@ -29,6 +29,17 @@ mkdir -p "$BIN"
 touch "$STAMP"
 
 # installed_version BINARY prints the module version embedded in BINARY, or nothing.
+# wait_up_to SECONDS PID: true once PID has ended (its status is left for wait),
+# false if it still runs after SECONDS.
+wait_up_to() {
+	local i
+	for ((i = 0; i < $1; i++)); do
+		kill -0 "$2" 2>/dev/null || return 0
+		sleep 1
+	done
+	! kill -0 "$2" 2>/dev/null
+}
+
 installed_version() {
 	[[ -x $1 ]] || return 0
 	go version -m "$1" 2>/dev/null | awk '$1 == "mod" { print $3; exit }'
@@ -70,11 +81,20 @@ while read -r name pkg version rest; do
 		echo "tools: installing $name $version"
 	fi
 	# GOWORK=off: the tool resolves its own dependencies, untouched by our go.work.
-	if ! (cd "$ROOT" && GOWORK=off GOBIN=$BIN go install "$pkg@$version"); then
+	# A cold build of one tool can take minutes on a loaded machine: a line every 30 s
+	# says it is still going.
+	started=$SECONDS
+	(cd "$ROOT" && GOWORK=off GOBIN=$BIN go install "$pkg@$version") &
+	build=$!
+	while ! wait_up_to 30 "$build"; do
+		echo "tools: still building $name ($((SECONDS - started))s)"
+	done
+	if ! wait "$build"; then
 		echo "tools: FAILED to install $pkg@$version (is the Go module proxy reachable?)" >&2
 		failed=1
 		continue
 	fi
+	echo "tools: built $name in $((SECONDS - started))s"
 	have=$(installed_version "$BIN/$name")
 	if [[ $have != "$version" ]]; then
 		echo "tools: $BIN/$name reports version '$have' after installing $version" >&2

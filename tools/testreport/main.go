@@ -186,8 +186,13 @@ func (r *report) finish(label string) string {
 	if r.failed() || len(unfinished) > 0 {
 		verdict = "FAIL"
 	}
-	line := fmt.Sprintf("%s %s: %d passed, %d failed, %d skipped (+%d subtests) in %d packages",
-		verdict, label, c.passed, c.failed, c.skipped, c.subtests, c.packages)
+	// A test the binary's crash cut off failed: it is counted so, and named above.
+	cut := ""
+	if len(unfinished) > 0 {
+		cut = fmt.Sprintf(" (%d unfinished)", len(unfinished))
+	}
+	line := fmt.Sprintf("%s %s: %d passed, %d failed%s, %d skipped (+%d subtests) in %d packages",
+		verdict, label, c.passed, c.failed+len(unfinished), cut, c.skipped, c.subtests, c.packages)
 	if c.failedPkgs > 0 {
 		line += fmt.Sprintf(", %d packages failed", c.failedPkgs)
 	}

@@ -65,7 +65,7 @@ func TestReport(t *testing.T) {
 			stream: `{"Action":"output","Package":"p","Test":"TestC","Output":"=== RUN   TestC\n"}
 `,
 			wantFailed: true,
-			wantLine:   "FAIL x: 0 passed, 0 failed, 0 skipped (+0 subtests) in 0 packages",
+			wantLine:   "FAIL x: 0 passed, 1 failed (1 unfinished), 0 skipped (+0 subtests) in 0 packages",
 			wantOut:    []string{"--- UNFINISHED p TestC"},
 		},
 	}
