@@ -53,7 +53,7 @@ bench: build
 fuzz:
 	scripts/fuzz.sh
 
-## proto: regenerate proto/**/*.pb.go with the pinned buf and protoc plugins
+## proto: regenerate the committed *.pb.go (agent/fleetpb, sdk/internal/pluginv1) from proto/ with the pinned buf and protoc plugins
 proto: tools
 	cd proto && PATH="$(TOOLS_BIN):$$PATH" buf generate
 
