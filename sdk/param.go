@@ -209,7 +209,7 @@ func (p *Parameter) Compile() []ParamProblem {
 	if p.Pattern != "" {
 		if !isString {
 			bad("pattern", "applies only to string parameters, not %s", p.Type)
-		} else if re, err := CompileAnchored(p.Pattern); err != nil {
+		} else if re, err := compileAnchored(p.Pattern); err != nil {
 			bad("pattern", "%v", err)
 		} else {
 			p.re, p.reFor = re, p.Pattern
@@ -268,10 +268,10 @@ func (r Rule) Valid() bool { return slices.Contains(allRules, r) }
 
 var allRules = []Rule{RuleRequired, RuleType, RuleMinLength, RuleMaxLength, RulePattern, RuleEnum, RuleMinimum, RuleMaximum}
 
-// CompileAnchored compiles an RE2 expression so that it must match a whole value, the
+// compileAnchored compiles an RE2 expression so that it must match a whole value, the
 // meaning of a pattern in a parameter declaration: an unanchored match would accept any
 // value that merely contains a matching part.
-func CompileAnchored(expr string) (*regexp.Regexp, error) {
+func compileAnchored(expr string) (*regexp.Regexp, error) {
 	if _, err := regexp.Compile(expr); err != nil {
 		return nil, err // the message then quotes the expression as written
 	}
@@ -310,7 +310,7 @@ func (p *Parameter) Check(v string) (Rule, string) {
 				// written as a literal) or compiled from another Pattern: checking it
 				// anyway keeps the rule, at the price of compiling it each time.
 				var err error
-				if re, err = CompileAnchored(p.Pattern); err != nil {
+				if re, err = compileAnchored(p.Pattern); err != nil {
 					return RulePattern, "the declared pattern is invalid: " + err.Error()
 				}
 			}
