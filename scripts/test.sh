@@ -83,6 +83,24 @@ else
 	failed+=(integration)
 fi
 
+# A clean clone must stay clean: a go.mod, go.sum or go.work.sum that the build or the
+# tests rewrote means the committed one is stale (go.work.sum lacked lines once), and
+# the next clone would differ from what was tested.
+printf '\n==== clean tree\n'
+if ! git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1; then
+	echo "clean tree: not a git checkout: the check cannot run"
+else
+	dirty=$(git -C "$ROOT" status --porcelain -- go.work go.work.sum '*go.mod' '*go.sum')
+	if [[ -n $dirty ]]; then
+		printf 'the build or the tests changed module files:\n%s\n' "$dirty"
+		git -C "$ROOT" diff -- go.work.sum '*go.mod' '*go.sum' | head -40
+		echo "FAIL clean tree: module files changed by the run (commit them)" >>"$summary"
+		failed+=("clean tree")
+	else
+		echo "PASS clean tree: go.work, go.work.sum and every go.mod and go.sum as committed" | tee -a "$summary"
+	fi
+fi
+
 elapsed=$((SECONDS - started))
 # CPU time of everything the steps ran (user + system), from the shell's `times`: with
 # two cores, wall time can never drop below half of it.

@@ -3,9 +3,11 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -159,7 +161,16 @@ func TestConfigFileIsOpenedSafely(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
+			if fi, err := os.Lstat(link); c.path == link && (err != nil || fi.Mode()&fs.ModeSymlink == 0) {
+				t.Skip("os.Symlink reported success but made no link (Wine 8.0 does that)")
+			}
+			if c.path == writable && runtime.GOOS == "windows" {
+				t.Skip("mode bits: Windows keeps others out with the file's ACL, which mode bits do not set")
+			}
 			_, _, err := parseArgs([]string{"--config", c.path, "run"}, env(nil))
+			if c.want == "no such file" && errors.Is(err, fs.ErrNotExist) {
+				return // the system's own words differ ("File not found." on Windows)
+			}
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("err = %v, want one mentioning %q", err, c.want)
 			}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,7 +75,9 @@ func TestDiagnosticsBundle(t *testing.T) {
 	if !strings.Contains(got[diagDir+"/log.txt"], "last line token="+redacted) {
 		t.Errorf("log.txt = %q", got[diagDir+"/log.txt"])
 	}
-	if !strings.Contains(got[diagDir+"/plugins.txt"], "yuzu-plugin-link\tL") {
+	if fi, err := os.Lstat(filepath.Join(plugins, "yuzu-plugin-link")); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Log("os.Symlink made no link (Wine 8.0): the link listing is not checked")
+	} else if !strings.Contains(got[diagDir+"/plugins.txt"], "yuzu-plugin-link\tL") {
 		t.Errorf("plugins.txt does not name the link as a link:\n%s", got[diagDir+"/plugins.txt"])
 	}
 	if !strings.Contains(got[diagDir+"/status.txt"], "no running agent answers") {

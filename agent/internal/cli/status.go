@@ -22,6 +22,11 @@ import (
 // the returned stop is called.
 func serveStatus(ctx context.Context, cfg config, rs runSettings, sup *supervisor.Supervisor, m *metrics.Metrics, log hclog.Logger) (func(), error) {
 	l, err := control.Listen(cfg.dataDir)
+	if errors.Is(err, control.ErrNoUnixSockets) {
+		// The fleet link matters more than the status query: run on, and say so.
+		log.Warn("no status socket: yuzu-agent status cannot reach this agent", "error", err)
+		return func() {}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("status socket: %w", err)
 	}

@@ -98,6 +98,10 @@ func answer(c net.Conn, report func() Report) {
 // ErrNotRunning says no agent answers on the socket.
 var ErrNotRunning = errors.New("no running agent answers")
 
+// ErrNoUnixSockets is Listen's answer where the system has no AF_UNIX sockets (older
+// Windows, Wine): the agent runs on without its status socket.
+var ErrNoUnixSockets = errors.New("this system has no Unix domain sockets")
+
 // Query asks the agent listening at path for its report.
 func Query(ctx context.Context, path string) (Report, error) {
 	var d net.Dialer

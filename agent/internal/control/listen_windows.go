@@ -1,10 +1,12 @@
 package control
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/windows"
 )
@@ -41,5 +43,13 @@ func Listen(dataDir string) (net.Listener, error) {
 	if err := clearStale(path, func(fs.FileInfo) bool { return true }); err != nil {
 		return nil, err
 	}
-	return net.Listen("unix", path)
+	l, err := net.Listen("unix", path)
+	if errors.Is(err, wsaeafnosupport) {
+		return nil, fmt.Errorf("%w (%v)", ErrNoUnixSockets, err)
+	}
+	return l, err
 }
+
+// wsaeafnosupport is WSAEAFNOSUPPORT, what Windows before 10 1803 and Wine answer a
+// request for an AF_UNIX socket with.
+const wsaeafnosupport = syscall.Errno(10047)
