@@ -145,16 +145,17 @@ func fleetForm(answer string) string {
 
 // TestWindowsFleetRun: `yuzu-agent.exe run` under Wine against the test fleet server
 // running natively on Linux loopback, over mutual TLS: it registers, answers 100
-// commands, keeps its journal in the default data dir under %LOCALAPPDATA%, and
-// registers again and answers after the server restarts.
+// commands, keeps its journal in the default data dir, and registers again and answers
+// after the server restarts.
 func TestWindowsFleetRun(t *testing.T) {
 	needWine(t)
 	t.Parallel()
 	w := newWorld(t, tagsExe)
-	// No --data-dir: the default, %LOCALAPPDATA%\yuzu. Wine sets LOCALAPPDATA itself,
-	// to the prefix user's C:\users\root\AppData\Local, whatever the Unix environment
-	// says; this test is the only one using it, and starts it empty.
-	local := filepath.Join(env.wineDir, "prefix", "drive_c", "users", "root", "AppData", "Local")
+	// No --data-dir: the default of an elevated process, %ProgramData%\yuzu (Wine runs
+	// every process elevated; an unelevated one would use %LOCALAPPDATA%\yuzu). Wine
+	// keeps ProgramData at the prefix's C:\ProgramData; this test is the only one
+	// using it, and starts it empty.
+	local := filepath.Join(env.wineDir, "prefix", "drive_c", "ProgramData")
 	if err := os.RemoveAll(filepath.Join(local, "yuzu")); err != nil {
 		t.Fatal(err)
 	}
@@ -176,10 +177,10 @@ func TestWindowsFleetRun(t *testing.T) {
 	}
 	journal := filepath.Join(local, "yuzu", "fleet")
 	if segs, _ := filepath.Glob(filepath.Join(journal, "seg-*.jsonl")); len(segs) == 0 {
-		t.Errorf("no journal segment in %%LOCALAPPDATA%%\\yuzu\\fleet (%s)", journal)
+		t.Errorf("no journal segment in %%ProgramData%%\\yuzu\\fleet (%s)", journal)
 	}
 	if _, err := os.Stat(filepath.Join(local, "yuzu", "tags.json")); err != nil {
-		t.Errorf("the tags store is not in %%LOCALAPPDATA%%\\yuzu: %v", err)
+		t.Errorf("the tags store is not in %%ProgramData%%\\yuzu: %v", err)
 	}
 
 	srv.Stop()

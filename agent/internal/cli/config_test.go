@@ -168,8 +168,8 @@ func TestConfigFileIsOpenedSafely(t *testing.T) {
 				t.Skip("mode bits: Windows keeps others out with the file's ACL, which mode bits do not set")
 			}
 			_, _, err := parseArgs([]string{"--config", c.path, "run"}, env(nil))
-			if c.want == "no such file" && errors.Is(err, fs.ErrNotExist) {
-				return // the system's own words differ ("File not found." on Windows)
+			if c.want == "no such file" && err != nil && strings.Contains(err.Error(), "File not found") {
+				return // Windows' words for it
 			}
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("err = %v, want one mentioning %q", err, c.want)
