@@ -204,13 +204,26 @@ func runExec(ctx context.Context, cfg config, log hclog.Logger, args []string, s
 		return out.AgentError(err.Error()), nil
 	}
 	defer sup.Close()
-	if t.def != nil {
-		if err := resolveDefinition(ctx, &cfg, sup, &t); err != nil {
-			return out.AgentError(agentMessage(err)), nil
-		}
-	}
 	// The answer is on stdout for the operator to read: the audit line is debug here.
 	d := dispatch.New(sup, dispatch.Options{Audit: log, AuditLevel: hclog.Debug})
+	var progress io.Writer
+	if isTerminal(stderr) {
+		progress = stderr
+	}
+	return runCommand(ctx, cfg, sup, d, t, out, progress, log, agentMessage), nil
+}
+
+// runCommand runs the parsed command t as exec and the shell do: a definition resolved
+// first (its ttl is this command's timeout), the rows' fields declared for the formats
+// that name them, progress on the terminal progress (nil: none), the answer in out. It
+// returns the exit code; message words an agent-side failure.
+func runCommand(ctx context.Context, cfg config, sup *supervisor.Supervisor, d *dispatch.Dispatcher, t target,
+	out output.Writer, progress io.Writer, log hclog.Logger, message func(error) string) int {
+	if t.def != nil {
+		if err := resolveDefinition(ctx, &cfg, sup, &t); err != nil {
+			return out.AgentError(message(err))
+		}
+	}
 	req := supervisor.Request{
 		Plugin:  t.plugin,
 		Action:  t.action,
@@ -222,10 +235,10 @@ func runExec(ctx context.Context, cfg config, log hclog.Logger, args []string, s
 		out.Declare(t.rows)
 	}
 	onRows := out.Rows
-	if isTerminal(stderr) {
+	if progress != nil {
 		// Rows and progress may share one terminal: a row never lands after the
 		// progress text.
-		p := &progressLine{w: stderr}
+		p := &progressLine{w: progress}
 		req.OnProgress = p.show
 		onRows = func(batch []string) error {
 			p.clear()
@@ -235,13 +248,13 @@ func runExec(ctx context.Context, cfg config, log hclog.Logger, args []string, s
 	}
 	res, err := d.Do(ctx, req, onRows)
 	if err != nil {
-		return out.AgentError(agentMessage(err)), nil
+		return out.AgentError(message(err))
 	}
 	if err := out.Result(res); err != nil {
 		log.Error("writing the result", "error", err)
-		return exitFail, nil
+		return exitFail
 	}
-	return exitCode(res.Code), nil
+	return exitCode(res.Code)
 }
 
 // agentMessage words an agent-side failure for its error row.

@@ -336,40 +336,13 @@ func (s *shell) exec(ctx context.Context, words []string) {
 	cfg := s.cfg // a definition's ttl may change the timeout of this command only
 	cctx, done := s.command(ctx, 0)
 	defer done()
-	format := output.Format(s.format)
-	out := output.New(format, s.out)
-	if t.def != nil {
-		if err := resolveDefinition(cctx, &cfg, s.sup, &t); err != nil {
-			s.lastRC = out.AgentError(s.agentMessage(ctx, err))
-			return
-		}
-	}
-	req := supervisor.Request{Plugin: t.plugin, Action: t.action, Params: t.params, Timeout: cfg.timeout}
-	if format != output.Capture {
-		declareRows(cctx, s.sup, &req, &t, s.log)
-		out.Declare(t.rows)
-	}
-	onRows := out.Rows
+	cfg.output = output.Format(s.format)
+	var progress io.Writer
 	if s.term != nil {
-		p := &progressLine{w: s.term}
-		req.OnProgress = p.show
-		onRows = func(batch []string) error {
-			p.clear()
-			return out.Rows(batch)
-		}
-		defer p.clear()
+		progress = s.term
 	}
-	res, err := s.disp.Do(cctx, req, onRows)
-	if err != nil {
-		s.lastRC = out.AgentError(s.agentMessage(ctx, err))
-		return
-	}
-	if err := out.Result(res); err != nil {
-		s.log.Error("writing the result", "error", err)
-		s.lastRC = exitFail
-		return
-	}
-	s.lastRC = exitCode(res.Code)
+	message := func(err error) string { return s.agentMessage(ctx, err) }
+	s.lastRC = runCommand(cctx, cfg, s.sup, s.disp, t, output.New(cfg.output, s.out), progress, s.log, message)
 	s.learnPlugin(t.plugin)
 }
 
