@@ -49,7 +49,7 @@ func BenchmarkWarmAction(b *testing.B) {
 	ctx := context.Background()
 	call := func() {
 		rows := 0
-		res, err := d.Do(ctx, req, func(r []string) error { rows += len(r); return nil })
+		res, err := d.Do(ctx, dispatch.Request{Request: req}, func(r []string) error { rows += len(r); return nil })
 		if err != nil || res.Code != 0 || rows != 1 {
 			b.Fatalf("tags count: %v %+v rows %d", err, res, rows)
 		}

@@ -71,6 +71,14 @@ func (o outcome) String() string {
 	return fmt.Sprintf("rows %q, result %+v, error %v, took %s", o.rows, o.res, o.err, o.took.Round(time.Millisecond))
 }
 
+// through adapts a dispatcher to execute: the command is admitted with no expiry and
+// no start hook, as exec submits it.
+func through(d *dispatch.Dispatcher) func(context.Context, supervisor.Request, func([]string) error) (sdk.Result, error) {
+	return func(ctx context.Context, req supervisor.Request, onRows func([]string) error) (sdk.Result, error) {
+		return d.Do(ctx, dispatch.Request{Request: req}, onRows)
+	}
+}
+
 // execute runs one command through an executor (a supervisor or a dispatcher's Do).
 func execute(ctx context.Context, do func(context.Context, supervisor.Request, func([]string) error) (sdk.Result, error), req supervisor.Request) outcome {
 	var o outcome
@@ -343,14 +351,14 @@ func TestDispatchQueueFull(t *testing.T) {
 		return supervisor.Request{Plugin: "sleeper", Command: host.Command{ID: id, Action: "sleep_ctx", Params: map[string]string{"seconds": "1.5"}}, Timeout: 30 * time.Second}
 	}
 	results := make(chan outcome, 3)
-	go func() { results <- execute(context.Background(), d.Do, sleep("first")) }()
+	go func() { results <- execute(context.Background(), through(d), sleep("first")) }()
 	if id := <-ex.entered; id != "first" {
 		t.Fatalf("entered %s first", id)
 	}
 	// The slot is taken: of the next two, one waits in the queue and the other is
 	// refused. Which one is a race, so both are started together.
 	for _, id := range []string{"second", "third"} {
-		go func() { results <- execute(context.Background(), d.Do, sleep(id)) }()
+		go func() { results <- execute(context.Background(), through(d), sleep(id)) }()
 	}
 	var ok, full int
 	for range 3 {
@@ -390,7 +398,7 @@ func TestDispatchConcurrent(t *testing.T) {
 			if i%2 == 1 {
 				req = supervisor.Request{Plugin: "tags", Command: host.Command{ID: fmt.Sprint(i), Action: "set", Params: map[string]string{"key": fmt.Sprint("k", i), "value": fmt.Sprint(i)}}, Timeout: 60 * time.Second}
 			}
-			outs[i] = execute(context.Background(), d.Do, req)
+			outs[i] = execute(context.Background(), through(d), req)
 		}()
 	}
 	wg.Wait()

@@ -47,7 +47,7 @@ func TestAuditLine(t *testing.T) {
 			var buf bytes.Buffer
 			log := hclog.New(&hclog.LoggerOptions{Output: &buf, Level: c.level})
 			d := New(c.exec, Options{Audit: log, AuditLevel: c.level})
-			_, _ = d.Do(context.Background(), req, func([]string) error { return nil })
+			_, _ = d.Do(context.Background(), Request{Request: req}, func([]string) error { return nil })
 			out := buf.String()
 			if n := strings.Count(out, "\n"); n != 1 {
 				t.Fatalf("want one audit line, got %d:\n%s", n, out)
@@ -65,7 +65,7 @@ func TestAuditLine(t *testing.T) {
 		})
 	}
 	// No logger: no line, and nothing breaks.
-	if _, err := New(answer{}, Options{}).Do(context.Background(), req, nil); err != nil {
+	if _, err := New(answer{}, Options{}).Do(context.Background(), Request{Request: req}, nil); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,7 +1,14 @@
-// Package dispatch sits between whoever submits commands (exec, the shell and the
-// fleet session) and the supervisor: it bounds how many commands run at once on each
-// plugin and how many wait, refuses overflow with a clear error instead of dropping
-// it, and writes the audit line of every command (docs/agent.md "Audit trail").
+// Package dispatch is the one admission control of the agent, between whoever submits
+// commands (exec, the shell and the fleet session, each the same way) and the
+// supervisor. It owns what happens to a command before it reaches its plugin: the
+// deadline, fixed once from the command's timeout (Request.SetDeadline); how many
+// commands run at once on each plugin and how many wait agent-wide, refusing overflow
+// with ErrQueueFull instead of dropping it; the expiry, refusing with ErrExpired a
+// command that passes it before it starts; and the start itself, announced to the
+// submitter (Request.OnStart) just before the plugin has the command. It also writes
+// the audit line of every command (docs/agent.md "Audit trail"). What only the fleet
+// needs (stagger and delay, the journal, duplicate ids, parameter caps, the answers)
+// stays in the session, which sizes its own flood bound from Limits.
 package dispatch
 
 import (
@@ -25,6 +32,38 @@ import (
 // agent's REJECTED output.
 var ErrQueueFull = errors.New("agent overloaded: command queue full")
 
+// ErrExpired is returned for a command whose Expiry passed before it could start (it
+// queued for a slot past it). The command never reached its plugin. Its text is the
+// fleet's REJECTED output (docs/fleet.md).
+var ErrExpired = errors.New("command expired")
+
+// Request is one command for the dispatcher: the supervisor's request (plugin, the
+// command, its timeout and deadline) and what admission alone needs.
+type Request struct {
+	supervisor.Request
+	// Expiry, when set, is the last moment the command may start: one still queued
+	// for a slot then is refused with ErrExpired when the slot comes, and never runs.
+	Expiry time.Time
+	// OnStart, when set, is called exactly once, just before the command goes to its
+	// plugin (after its slot and its expiry check), on Do's goroutine, and never for a
+	// command that does not start. Its return ends the admission: the fleet session
+	// records the start in its journal there, before the plugin can act.
+	OnStart func()
+}
+
+// SetDeadline fixes the command's deadline, when it has none, at Timeout from now
+// (none when Timeout is 0), and returns it. Do calls it; a submitter that needs the
+// deadline before Do (the session's watchdog, exec asking the plugin for its row
+// declarations) calls it first, and the clock then starts there, once.
+func (r *Request) SetDeadline() time.Time {
+	if r.Timeout > 0 && r.Deadline.IsZero() {
+		r.Deadline = time.Now().Add(r.Timeout)
+	}
+	return r.Deadline
+}
+
+func (r *Request) expired(t time.Time) bool { return !r.Expiry.IsZero() && t.After(r.Expiry) }
+
 // Executor runs a command; *supervisor.Supervisor is one.
 type Executor interface {
 	Execute(ctx context.Context, req supervisor.Request, onRows func([]string) error) (sdk.Result, error)
@@ -41,6 +80,12 @@ type Options struct {
 	// duration. Parameter values (which may be secrets) only when Audit logs debug.
 	Audit      hclog.Logger
 	AuditLevel hclog.Level
+}
+
+// Limits are a Dispatcher's effective bounds, defaults applied.
+type Limits struct {
+	PerPlugin int // commands running at once on one plugin
+	QueueSize int // commands waiting for a slot, agent-wide
 }
 
 // Dispatcher bounds concurrency per plugin and the shared queue.
@@ -70,6 +115,9 @@ func New(exec Executor, o Options) *Dispatcher {
 	return &Dispatcher{exec: exec, perPlugin: o.PerPlugin, queue: make(chan struct{}, o.QueueSize), slots: map[string]chan struct{}{},
 		audit: o.Audit, auditLevel: o.AuditLevel}
 }
+
+// Limits returns the bounds d applies.
+func (d *Dispatcher) Limits() Limits { return Limits{PerPlugin: d.perPlugin, QueueSize: cap(d.queue)} }
 
 // logAudit writes req's audit line: once per command, whatever its end.
 func (d *Dispatcher) logAudit(req supervisor.Request, res sdk.Result, err error, took time.Duration) {
@@ -110,19 +158,19 @@ func (d *Dispatcher) slotsFor(plugin string) chan struct{} {
 	return s
 }
 
-// Do runs req when its plugin has a free slot. The command's deadline starts now: time
-// spent waiting counts against req.Timeout. A full queue answers ErrQueueFull at once.
-func (d *Dispatcher) Do(ctx context.Context, req supervisor.Request, onRows func([]string) error) (sdk.Result, error) {
+// Do runs req when its plugin has a free slot. The command's deadline starts now
+// unless SetDeadline started it already: time spent waiting counts against
+// req.Timeout. A full queue answers ErrQueueFull at once; a command whose Expiry
+// passed while it queued answers ErrExpired when its slot comes.
+func (d *Dispatcher) Do(ctx context.Context, req Request, onRows func([]string) error) (sdk.Result, error) {
 	start := time.Now()
 	res, err := d.do(ctx, req, onRows)
-	d.logAudit(req, res, err, time.Since(start))
+	d.logAudit(req.Request, res, err, time.Since(start))
 	return res, err
 }
 
-func (d *Dispatcher) do(ctx context.Context, req supervisor.Request, onRows func([]string) error) (sdk.Result, error) {
-	if req.Timeout > 0 && req.Deadline.IsZero() {
-		req.Deadline = time.Now().Add(req.Timeout)
-	}
+func (d *Dispatcher) do(ctx context.Context, req Request, onRows func([]string) error) (sdk.Result, error) {
+	req.SetDeadline()
 	slots := d.slotsFor(req.Plugin)
 	select {
 	case slots <- struct{}{}: // a slot is free: no need to queue
@@ -150,5 +198,12 @@ func (d *Dispatcher) do(ctx context.Context, req supervisor.Request, onRows func
 		}
 	}
 	defer func() { <-slots }()
-	return d.exec.Execute(ctx, req, onRows)
+	// Checked with the slot in hand, so that "expired" means "never started".
+	if req.expired(time.Now()) {
+		return sdk.Result{}, ErrExpired
+	}
+	if req.OnStart != nil {
+		req.OnStart()
+	}
+	return d.exec.Execute(ctx, req.Request, onRows)
 }

@@ -46,12 +46,12 @@ func TestConcurrencyBoundAndQueueFull(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := d.Do(context.Background(), supervisor.Request{Plugin: "p", Timeout: time.Minute}, func([]string) error { return nil })
+			_, err := d.Do(context.Background(), Request{Request: supervisor.Request{Plugin: "p", Timeout: time.Minute}}, func([]string) error { return nil })
 			errs <- err
 		}()
 	}
 	waitFor(t, func() bool { return g.running.Load() == 2 && len(d.queue) == 1 })
-	if _, err := d.Do(context.Background(), supervisor.Request{Plugin: "p"}, nil); !errors.Is(err, ErrQueueFull) {
+	if _, err := d.Do(context.Background(), Request{Request: supervisor.Request{Plugin: "p"}}, nil); !errors.Is(err, ErrQueueFull) {
 		t.Fatalf("fourth command: err = %v, want ErrQueueFull", err)
 	}
 	if ErrQueueFull.Error() != "agent overloaded: command queue full" {
@@ -74,12 +74,12 @@ func TestOtherPluginsAreNotBlocked(t *testing.T) {
 	g := &gate{release: make(chan struct{})}
 	d := New(g, Options{PerPlugin: 1, QueueSize: 5})
 	go func() {
-		_, _ = d.Do(context.Background(), supervisor.Request{Plugin: "busy"}, func([]string) error { return nil })
+		_, _ = d.Do(context.Background(), Request{Request: supervisor.Request{Plugin: "busy"}}, func([]string) error { return nil })
 	}()
 	waitFor(t, func() bool { return g.running.Load() == 1 })
 	done := make(chan error, 1)
 	go func() {
-		_, err := d.Do(context.Background(), supervisor.Request{Plugin: "other"}, func([]string) error { return nil })
+		_, err := d.Do(context.Background(), Request{Request: supervisor.Request{Plugin: "other"}}, func([]string) error { return nil })
 		done <- err
 	}()
 	waitFor(t, func() bool { return g.running.Load() == 2 })
@@ -94,10 +94,10 @@ func TestQueuedCommandTimesOut(t *testing.T) {
 	defer close(g.release)
 	d := New(g, Options{PerPlugin: 1, QueueSize: 5})
 	go func() {
-		_, _ = d.Do(context.Background(), supervisor.Request{Plugin: "p"}, func([]string) error { return nil })
+		_, _ = d.Do(context.Background(), Request{Request: supervisor.Request{Plugin: "p"}}, func([]string) error { return nil })
 	}()
 	waitFor(t, func() bool { return g.running.Load() == 1 })
-	_, err := d.Do(context.Background(), supervisor.Request{Plugin: "p", Timeout: 50 * time.Millisecond}, nil)
+	_, err := d.Do(context.Background(), Request{Request: supervisor.Request{Plugin: "p", Timeout: 50 * time.Millisecond}}, nil)
 	var te *supervisor.WaitTimeoutError
 	if !errors.As(err, &te) {
 		t.Fatalf("err = %v, want a WaitTimeoutError", err)

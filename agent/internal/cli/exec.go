@@ -225,11 +225,11 @@ func runCommand(ctx context.Context, cfg config, sup *supervisor.Supervisor, d *
 			return out.AgentError(message(err))
 		}
 	}
-	req := supervisor.Request{
+	req := dispatch.Request{Request: supervisor.Request{
 		Plugin:  t.plugin,
 		Command: host.Command{Action: t.action, Params: t.params},
 		Timeout: cfg.timeout,
-	}
+	}}
 	if cfg.output != output.Capture {
 		declareRows(ctx, sup, &req, &t, log)
 		out.Declare(t.rows)

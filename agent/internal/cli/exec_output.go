@@ -2,10 +2,10 @@ package cli
 
 import (
 	"context"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/yuzugo/yuzu/agent/dispatch"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 )
 
@@ -14,17 +14,14 @@ import (
 // command's deadline starts now and bounds the question too. A plugin that cannot be
 // asked is no error here: the command then fails as it would in the capture format,
 // with the same row.
-func declareRows(ctx context.Context, sup *supervisor.Supervisor, req *supervisor.Request, t *target, log hclog.Logger) {
+func declareRows(ctx context.Context, sup *supervisor.Supervisor, req *dispatch.Request, t *target, log hclog.Logger) {
 	if t.rows != nil {
 		return
 	}
-	if req.Timeout > 0 && req.Deadline.IsZero() {
-		req.Deadline = time.Now().Add(req.Timeout)
-	}
 	dctx := ctx
-	if !req.Deadline.IsZero() {
+	if deadline := req.SetDeadline(); !deadline.IsZero() {
 		var cancel context.CancelFunc
-		dctx, cancel = context.WithDeadline(ctx, req.Deadline)
+		dctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
 	m, err := sup.Describe(dctx, t.plugin)

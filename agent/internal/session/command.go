@@ -40,10 +40,11 @@ const (
 	maxInflightParamBytes = 64 << 20
 	// maxWaiting bounds the commands sleeping their stagger or delay.
 	maxWaiting = 1000
-	// maxInflightExtra, plus the slots of every plugin, bounds the commands in flight
-	// (the dispatcher's queue and the waiting room fit), so that a flood is refused
-	// at the door.
-	maxInflightExtra = 2048
+	// maxAnswering is room, in the bound of commands in flight (maxInflight), for
+	// commands the dispatcher has returned that are still sending their answer. With
+	// the dispatcher's slots and queue and the waiting room it makes the bound, so
+	// that a flood is refused at the door: 2,048 + the slots with the default queue.
+	maxAnswering = 48
 	// maxStagger and maxDelay cap stagger_seconds and delay_seconds; maxWait caps
 	// their sum.
 	maxStagger = 300 * time.Second
@@ -83,8 +84,9 @@ type command struct {
 	wait   time.Duration // stagger plus delay
 	bytes  int           // parameter bytes
 
-	// Set by the gate. Read once the dispatcher has returned, or by the session's
-	// own answer when it never did (hence atomic).
+	// Set when the dispatcher starts the command (start) and once it has returned.
+	// Read then, or by the session's own answer when it never returned (hence
+	// atomic).
 	started atomic.Bool
 	began   atomic.Int64 // when it went to the plugin, Unix nanoseconds
 	ran     atomic.Int64 // nanoseconds in the plugin, once back
@@ -102,36 +104,24 @@ func (c *command) inPlugin() time.Duration {
 	return 0
 }
 
-// errExpired is the gate's refusal of a command that expired while it queued.
-var errExpired = errors.New(msgExpired)
-
-// gate is the dispatcher's executor: the last check before a command reaches its
-// plugin. A command that expired while it queued for a slot is refused here, so
-// "expired" really means "never started".
-type gate struct{ s *Session }
-
-func (g gate) Execute(ctx context.Context, req supervisor.Request, onRows func([]string) error) (sdk.Result, error) {
-	g.s.mu.Lock()
-	c := g.s.inflight[req.ID]
-	g.s.mu.Unlock()
-	if c == nil {
-		return sdk.Result{}, fmt.Errorf("command %s is not in flight", rows.Printable(truncate(req.ID, maxShown)))
+// onStart is the command's OnStart: the dispatcher has admitted it and the plugin is
+// about to have it. The start record is on disk first: were the agent killed while the
+// command runs, the restart must know it ran, and answer it.
+func (s *Session) onStart(c *command) {
+	if err := <-s.o.Journal.Started(c.id); err != nil {
+		s.log.Error("command journal: start not recorded; running the command anyway", "id", shown(c.id), "error", err)
 	}
-	if c.expired(time.Now()) {
-		return sdk.Result{}, errExpired
-	}
-	// The start record is on disk before the plugin has the command: were the agent
-	// killed while it runs, the restart must know it ran, and answer it.
-	if err := <-g.s.o.Journal.Started(req.ID); err != nil {
-		g.s.log.Error("command journal: start not recorded; running the command anyway", "id", shown(req.ID), "error", err)
-	}
-	start := time.Now()
-	c.began.Store(start.UnixNano())
+	c.began.Store(time.Now().UnixNano())
 	c.started.Store(true)
-	g.s.o.Metrics.QueueAdd(-1)
-	res, err := g.s.o.Plugins.Execute(ctx, req, onRows)
-	c.ran.Store(int64(max(time.Since(start), time.Nanosecond)))
-	return res, err
+	s.o.Metrics.QueueAdd(-1)
+}
+
+// returned records how long a started command was with its plugin, once the
+// dispatcher has returned it.
+func (c *command) returned() {
+	if b := c.began.Load(); b > 0 {
+		c.ran.Store(int64(max(time.Since(time.Unix(0, b)), time.Nanosecond)))
+	}
 }
 
 func (c *command) expired(t time.Time) bool { return !c.expiry.IsZero() && t.After(c.expiry) }
@@ -216,14 +206,12 @@ func (s *Session) handle(ctx context.Context, req *agentv1.CommandRequest) {
 	go s.run(c)
 }
 
-// maxInflight is the dispatcher's capacity (queue and slots) plus room for commands
-// sleeping their stagger.
+// maxInflight is the dispatcher's capacity (the slots of every plugin and its queue,
+// as the dispatcher itself counts them) plus the waiting room and the commands being
+// answered.
 func (s *Session) maxInflight() int {
-	per := s.o.Dispatch.PerPlugin
-	if per <= 0 {
-		per = 64
-	}
-	return maxInflightExtra + per*len(s.plugins)
+	l := s.disp.Limits()
+	return l.PerPlugin*len(s.plugins) + l.QueueSize + maxWaiting + maxAnswering
 }
 
 // invalid returns why a command cannot run, or "".
@@ -336,22 +324,27 @@ func (s *Session) run(c *command) {
 			return
 		}
 	}
-	req := c.req
 	rel := &relay{s: s, id: c.id, every: progressEvery}
-	deadline := time.Now().Add(s.o.Timeout)
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := s.disp.Do(s.cmdCtx, supervisor.Request{
-			Plugin: req.GetPlugin(),
+	req := dispatch.Request{
+		Request: supervisor.Request{
+			Plugin: c.req.GetPlugin(),
 			Command: host.Command{
 				ID:         c.id,
-				Action:     req.GetAction(),
-				Params:     req.GetParameters(),
-				Deadline:   deadline,
+				Action:     c.req.GetAction(),
+				Params:     c.req.GetParameters(),
 				OnProgress: rel.progress,
 			},
 			Timeout: s.o.Timeout,
-		}, rel.rows)
+		},
+		Expiry:  c.expiry,
+		OnStart: func() { s.onStart(c) },
+	}
+	// The dispatcher keeps this deadline; the watchdog below needs it now.
+	deadline := req.SetDeadline()
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := s.disp.Do(s.cmdCtx, req, rel.rows)
+		c.returned()
 		done <- outcome{res, err}
 	}()
 	watchdog := time.NewTimer(time.Until(deadline) + s.o.AnswerGrace)
@@ -425,7 +418,7 @@ func (s *Session) answer(c *command, rel *relay, res sdk.Result, err error) {
 		switch {
 		case errors.Is(err, dispatch.ErrQueueFull):
 			s.finish(c, rejected(c.id, err.Error()))
-		case errors.Is(err, errExpired):
+		case errors.Is(err, dispatch.ErrExpired):
 			s.finish(c, rejected(c.id, msgExpired))
 		case s.cmdCtx.Err() != nil:
 			s.finish(c, rejected(c.id, msgStopping))

@@ -205,7 +205,7 @@ func New(o Options) *Session {
 	if o.Dispatch.Audit == nil {
 		o.Dispatch.Audit = o.Logger // every fleet command's audit line, at info
 	}
-	s.disp = dispatch.New(gate{s}, o.Dispatch)
+	s.disp = dispatch.New(o.Plugins, o.Dispatch)
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.cmdCtx, s.cancel = context.WithCancel(context.Background())
 	return s

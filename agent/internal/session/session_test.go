@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yuzugo/yuzu/agent/dispatch"
 	"github.com/yuzugo/yuzu/agent/fleetpb/agentv1"
 	"github.com/yuzugo/yuzu/agent/fleetpb/commonv1"
 	"github.com/yuzugo/yuzu/agent/internal/journal"
@@ -266,6 +267,27 @@ func (fakePlugins) Describe(context.Context, string) (host.Manifest, error) {
 }
 func (fakePlugins) Plugins() []string           { return []string{"p"} }
 func (fakePlugins) Status() []supervisor.Status { return nil }
+
+// The flood bound counts what the dispatcher admits as the dispatcher counts it (its
+// slots per plugin and its queue, defaults included), plus the waiting room and the
+// commands being answered: one set of numbers, not a second guess of its own.
+func TestFloodBoundFromDispatcherLimits(t *testing.T) {
+	for _, o := range []dispatch.Options{{}, {PerPlugin: 3, QueueSize: 5}} {
+		s := New(Options{Plugins: fakePlugins{}, Dispatch: o})
+		l := s.disp.Limits()
+		if want := dispatch.New(fakePlugins{}, o).Limits(); l != want {
+			t.Errorf("options %+v: the session's dispatcher has limits %+v, want %+v", o, l, want)
+		}
+		if got, want := s.maxInflight(), l.PerPlugin*1+l.QueueSize+maxWaiting+maxAnswering; got != want {
+			t.Errorf("options %+v: flood bound %d, want %d", o, got, want)
+		}
+	}
+	// With the defaults the bound is 2,048 plus the slots (docs/fleet.md).
+	s := New(Options{Plugins: fakePlugins{}})
+	if got, want := s.maxInflight(), 2048+s.disp.Limits().PerPlugin; got != want {
+		t.Errorf("default flood bound %d, want %d", got, want)
+	}
+}
 
 func TestInvalid(t *testing.T) {
 	s := New(Options{Plugins: fakePlugins{}})
