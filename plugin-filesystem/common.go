@@ -7,9 +7,9 @@ import (
 	"os"
 
 	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/rows"
 
 	"github.com/yuzugo/yuzu/plugin-filesystem/internal/pathcheck"
-	"github.com/yuzugo/yuzu/plugin-filesystem/internal/row"
 )
 
 // Limits shared by several actions, as upstream.
@@ -99,8 +99,8 @@ var (
 
 // writeRows writes rows built by an internal package (acl, hashwalk), whose fields
 // are raw: the SDK escapes them.
-func writeRows(out *sdk.Output, rows []row.Row) {
-	for _, r := range rows {
+func writeRows(out *sdk.Output, rs []rows.Row) {
+	for _, r := range rs {
 		out.Row(r.Kind, r.Fields...)
 	}
 }

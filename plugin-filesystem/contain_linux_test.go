@@ -43,11 +43,13 @@ const (
 // with swapEnvA and swapEnvB set: it exchanges the two names atomically
 // (renameat2 RENAME_EXCHANGE) as fast as it can until its standard input closes,
 // saying "ready" after the first exchange and the number of exchanges at the end.
+// Otherwise it runs the tests through sdktest.Main, so the child tests share one
+// build of the plugin (sdktest.Build); elsewhere than Linux they build it each.
 func TestMain(m *testing.M) {
 	if a, b := os.Getenv(swapEnvA), os.Getenv(swapEnvB); a != "" && b != "" {
 		os.Exit(swapLoop(a, b))
 	}
-	os.Exit(m.Run())
+	sdktest.Main(m)
 }
 
 func swapLoop(a, b string) int {

@@ -9,13 +9,13 @@ import (
 	"github.com/yuzugo/yuzu/sdk/sdktest"
 )
 
-// TestChildActions runs both actions of the plugin built by TestMain in a
+// TestChildActions runs both actions of the plugin binary (pluginBin) in a
 // real child started the way the agent starts it (sdktest.Start). As root the child
 // runs in an empty network namespace of its own, where the answer is known exactly;
 // otherwise it reads the machine it runs on as an unprivileged user, which changes
 // nothing either, and the answer's shape is checked. Both actions end with rc 0.
 func TestChildActions(t *testing.T) {
-	bin := pluginBin
+	bin := pluginBin(t)
 	if os.Geteuid() != 0 {
 		checkShape(t, sdktest.Start(t, bin, sdk.Config{}))
 		return

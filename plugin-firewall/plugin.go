@@ -5,8 +5,7 @@ import (
 	"embed"
 
 	"github.com/yuzugo/yuzu/sdk"
-
-	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
+	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 // Identity, as upstream.
@@ -25,8 +24,8 @@ var definitions embed.FS
 // reader is one operating system's way of reading the firewall. Each action's rows
 // are computed whole before any is written, so the row order is the reader's.
 type reader interface {
-	State(ctx context.Context) []row.Row
-	Rules(ctx context.Context) []row.Row
+	State(ctx context.Context) []rows.Row
+	Rules(ctx context.Context) []rows.Row
 }
 
 // firewallPlugin answers both actions from one reader.
@@ -107,8 +106,8 @@ func (fp *firewallPlugin) rules(ctx context.Context, _ *sdk.Request, out *sdk.Ou
 // only turns a trailing `\` of a field that is not last into `/` and invalid UTF-8
 // into U+FFFD. The fields the readers leave raw, firewalld service names and pf rule
 // lines, are always the last field of their row: `|` stays, CR and LF become spaces.
-func write(out *sdk.Output, rows []row.Row) {
-	for _, r := range rows {
+func write(out *sdk.Output, rs []rows.Row) {
+	for _, r := range rs {
 		out.Row(r.Kind, r.Fields...)
 	}
 }

@@ -12,17 +12,15 @@ import (
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/darwin"
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/linux"
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/parse"
-	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/windows"
-
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 // fixedReader answers with the rows it was given.
-type fixedReader struct{ state, rules []row.Row }
+type fixedReader struct{ state, rules []rows.Row }
 
-func (f fixedReader) State(context.Context) []row.Row { return f.state }
-func (f fixedReader) Rules(context.Context) []row.Row { return f.rules }
+func (f fixedReader) State(context.Context) []rows.Row { return f.state }
+func (f fixedReader) Rules(context.Context) []rows.Row { return f.rules }
 
 func TestManifest(t *testing.T) {
 	m := sdktest.New(t, newPlugin(), sdk.Config{}).Manifest()
@@ -60,19 +58,19 @@ func TestManifest(t *testing.T) {
 // no typed status, whatever they wrote.
 func TestRowsThroughTheSDK(t *testing.T) {
 	r := fixedReader{
-		state: []row.Row{
-			row.New("backend", "firewalld"),
-			row.New("state", "running"),
-			row.New("error", "nftables:table:eperm"),
-			row.New("ruleset", "unknown"),
+		state: []rows.Row{
+			rows.New("backend", "firewalld"),
+			rows.New("state", "running"),
+			rows.New("error", "nftables:table:eperm"),
+			rows.New("ruleset", "unknown"),
 		},
-		rules: []row.Row{
-			row.New("rule", "firewalld", rows.Sanitize("pub|lic"), "service", "we|ird"),
-			row.New("rule", "firewalld", "public", "service", "two\r\nlines"),
-			row.New("rule", `C:\Tools\`, "enabled", "in", "allow", "7"),
-			row.New("app", "/Applications/\xff.app", "allow"),
-			row.New("rule", "pass in all\r"),
-			row.New("rule", "iptables", "ip", "filter", "mine", "new_chain", ""),
+		rules: []rows.Row{
+			rows.New("rule", "firewalld", rows.Sanitize("pub|lic"), "service", "we|ird"),
+			rows.New("rule", "firewalld", "public", "service", "two\r\nlines"),
+			rows.New("rule", `C:\Tools\`, "enabled", "in", "allow", "7"),
+			rows.New("app", "/Applications/\xff.app", "allow"),
+			rows.New("rule", "pass in all\r"),
+			rows.New("rule", "iptables", "ip", "filter", "mine", "new_chain", ""),
 		},
 	}
 	h := sdktest.New(t, newPluginWith(r), sdk.Config{})
@@ -119,7 +117,7 @@ func TestDeclaredRowKinds(t *testing.T) {
 	ok := func(out string) subprocess.Result {
 		return subprocess.Result{ToolRan: true, Output: []byte(out), Reason: subprocess.ReasonExited}
 	}
-	var state, rules []row.Row
+	var state, rules []rows.Row
 
 	// macOS: block-all, anchors, pf rules, apps.
 	state = append(state, darwin.StateRows(darwin.StateReading{
@@ -151,7 +149,7 @@ func TestDeclaredRowKinds(t *testing.T) {
 		}
 	}
 	failed := linux.NftResult{
-		Diag:       []row.Row{parse.NftFallthroughRow(parse.DumpRule, parse.ReasonTimeout)},
+		Diag:       []rows.Row{parse.NftFallthroughRow(parse.DumpRule, parse.ReasonTimeout)},
 		TablesSeen: true, FailedDump: parse.DumpRule, FailedReason: parse.ReasonTimeout,
 	}
 	legacy := linux.LegacyResult{Families: []linux.LegacyFamily{{Family: 2, Read: true, Listed: []string{"filter"},
@@ -189,7 +187,7 @@ func TestDeclaredRowKinds(t *testing.T) {
 	}
 
 	seen := map[string]bool{}
-	for action, rows := range map[string][]row.Row{"state": state, "rules": rules} {
+	for action, rows := range map[string][]rows.Row{"state": state, "rules": rules} {
 		for _, r := range rows {
 			seen[action+" "+r.Kind] = true
 			if !declared[action][r.Kind] {

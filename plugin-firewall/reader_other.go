@@ -5,7 +5,7 @@ package main
 import (
 	"context"
 
-	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
+	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 // unsupported answers on systems the plugin does not know how to read: the firewall
@@ -14,10 +14,10 @@ type unsupported struct{}
 
 func newReader() reader { return unsupported{} }
 
-func (unsupported) State(context.Context) []row.Row {
-	return []row.Row{row.New("backend", "none"), row.New("state", "unknown"), row.New("ruleset", "unknown")}
+func (unsupported) State(context.Context) []rows.Row {
+	return []rows.Row{rows.New("backend", "none"), rows.New("state", "unknown"), rows.New("ruleset", "unknown")}
 }
 
-func (unsupported) Rules(context.Context) []row.Row {
-	return []row.Row{row.New("backend", "none"), row.New("rules", "unknown"), row.New("ruleset", "unknown")}
+func (unsupported) Rules(context.Context) []rows.Row {
+	return []rows.Row{rows.New("backend", "none"), rows.New("rules", "unknown"), rows.New("ruleset", "unknown")}
 }

@@ -248,7 +248,7 @@ func (tb *testbed) loadLegacy(v4, v6 string) {
 // stopped when the test ends, before anything else of the testbed.
 func (tb *testbed) startPlugin(s setup) *sdktest.Harness {
 	tb.t.Helper()
-	return tb.startBinary(pluginBin, s)
+	return tb.startBinary(pluginBin(tb.t), s)
 }
 
 // startBinary is startPlugin for the plugin binary at bin.

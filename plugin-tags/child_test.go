@@ -20,19 +20,39 @@ import (
 	"github.com/yuzugo/yuzu/sdk/sdktest"
 )
 
-// pluginBin is the plugin binary built once for the tests that run it as a child.
-var pluginBin string
-
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	if strings.HasPrefix(filepath.Base(os.Args[0]), selfPluginName) {
+		// This is the copy made by runAsPlugin, started as the plugin.
+		main()
+		return
+	}
+	if reason := sdktest.NoGo(); reason != "" {
+		os.Exit(runAsPlugin(m, reason))
+	}
+	sdktest.Main(m)
 }
 
-func run(m *testing.M) int {
-	if strings.HasPrefix(filepath.Base(os.Args[0]), selfPluginName) {
-		// This is the copy made below, started as the plugin.
-		main()
-		return 0
+// selfBin is the copy of this test binary that serves as the plugin where the plugin
+// cannot be built, else "".
+var selfBin string
+
+// pluginBin returns the plugin binary for the tests that run it as a child: the one
+// sdktest.Build makes once for the run (where everyone may read it, so a child can
+// run as another user), or the copy of this test binary where there is no go command.
+func pluginBin(t testing.TB) string {
+	t.Helper()
+	if selfBin != "" {
+		return selfBin
 	}
+	return sdktest.Build(t, ".")
+}
+
+// runAsPlugin runs the tests with a copy of this test binary as the plugin. Without a
+// go command (the Windows leg's test binary, under Wine) the plugin cannot be built;
+// copied under selfPluginName, the test binary runs main, not the tests, so the
+// children still run the plugin's own code over go-plugin.
+func runAsPlugin(m *testing.M, reason string) int {
+	fmt.Fprintln(os.Stderr, "plugin-tags tests: the test binary itself serves as the plugin:", reason)
 	dir, err := os.MkdirTemp("", "yuzu-plugin-tags-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -44,21 +64,9 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	pluginBin = filepath.Join(dir, "yuzu-plugin-tags")
-	if _, err := exec.LookPath("go"); err != nil {
-		// No go command (the Windows leg's test binary, under Wine): this test binary
-		// is the plugin instead. Copied under selfPluginName, it runs main, not the
-		// tests, so the children still run the plugin's own code over go-plugin.
-		fmt.Fprintln(os.Stderr, "plugin-tags tests: no go command on PATH, so the test binary itself serves as the plugin:", err)
-		pluginBin = filepath.Join(dir, selfPluginName+".exe")
-		if err := copySelf(pluginBin); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return m.Run()
-	}
-	if out, err := exec.Command("go", "build", "-o", pluginBin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+	selfBin = filepath.Join(dir, selfPluginName+".exe")
+	if err := copySelf(selfBin); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()
@@ -108,7 +116,7 @@ type child struct {
 
 func startChild(t *testing.T, cfg sdk.Config, prepare func(*exec.Cmd)) *child {
 	t.Helper()
-	cmd := exec.Command(pluginBin)
+	cmd := exec.Command(pluginBin(t))
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	if prepare != nil {
 		prepare(cmd)
@@ -169,12 +177,12 @@ func TestChildBuild(t *testing.T) {
 // running processes see each other's writes.
 func TestPersistAcrossProcesses(t *testing.T) {
 	dir := t.TempDir()
-	first := sdktest.Start(t, pluginBin, sdk.Config{DataDir: dir})
+	first := sdktest.Start(t, pluginBin(t), sdk.Config{DataDir: dir})
 	runSteps(t, first, []step{{"set", kv("key", "env", "value", "prod"), "tag_set|env|prod\n" + undeclared}})
 	first.Client.Kill()
 
-	second := sdktest.Start(t, pluginBin, sdk.Config{DataDir: dir})
-	third := sdktest.Start(t, pluginBin, sdk.Config{DataDir: dir})
+	second := sdktest.Start(t, pluginBin(t), sdk.Config{DataDir: dir})
+	third := sdktest.Start(t, pluginBin(t), sdk.Config{DataDir: dir})
 	runSteps(t, second, []step{
 		{"get", kv("key", "env"), "tag|env|prod\n" + undeclared},
 		{"set", kv("key", "role", "value", "web"), "tag_set|role|web\n" + undeclared},
@@ -197,8 +205,8 @@ func TestTwoProcessesNoLostUpdate(t *testing.T) {
 		t.Logf("-short: %d sets from each process instead of 50", each)
 	}
 	procs := []*sdktest.Harness{
-		sdktest.Start(t, pluginBin, sdk.Config{DataDir: dir}),
-		sdktest.Start(t, pluginBin, sdk.Config{DataDir: dir}),
+		sdktest.Start(t, pluginBin(t), sdk.Config{DataDir: dir}),
+		sdktest.Start(t, pluginBin(t), sdk.Config{DataDir: dir}),
 	}
 	var wg sync.WaitGroup
 	errs := make(chan string, 2*each)

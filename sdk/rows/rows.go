@@ -8,6 +8,10 @@
 //   - every field except the last: `|` becomes `\|` and a trailing `\` becomes `/`, so
 //     a reader can split the row unambiguously;
 //   - the last field is free text and stays raw apart from CR and LF.
+//
+// Row is a row not yet written, kind and raw fields, for the packages of a plugin that
+// gather rows apart from the handler that writes them; nothing in it is escaped until
+// the handler passes it to the SDK's writer.
 package rows
 
 import (

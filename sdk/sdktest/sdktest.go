@@ -5,11 +5,9 @@ package sdktest
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -149,35 +147,6 @@ func Attach(t testing.TB, reattach string, cfg sdk.Config) *Harness {
 	h := &Harness{t: t, client: hc, Client: c, protocol: c.NegotiatedVersion()}
 	h.configure(cfg)
 	return h
-}
-
-// Build compiles the main package at pkg (a path as `go build` takes it, relative to
-// the test's working directory) into a temporary directory and returns the binary.
-// Without a go command on PATH the test is skipped, saying so: a cross-compiled test
-// binary (the Windows leg's, run under Wine) has none.
-func Build(t testing.TB, pkg string) string {
-	t.Helper()
-	if reason := NoGo(); reason != "" {
-		t.Skipf("sdktest: cannot build %s: %s", pkg, reason)
-	}
-	name := filepath.Base(pkg)
-	if name == "." || name == string(filepath.Separator) {
-		name = "plugin"
-	}
-	out := filepath.Join(t.TempDir(), name)
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("sdktest: go build %s: %v\n%s", pkg, err, b)
-	}
-	return out
-}
-
-// NoGo says why this test binary cannot run the go command, or "" when it can.
-func NoGo() string {
-	if _, err := exec.LookPath("go"); err != nil {
-		return fmt.Sprintf("no go command on PATH (%v), as in a cross-compiled test binary such as the Windows leg's under Wine", err)
-	}
-	return ""
 }
 
 func (h *Harness) configure(cfg sdk.Config) {

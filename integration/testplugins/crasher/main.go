@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/yuzugo/yuzu/integration/testplugins/internal/testplugin"
 	"github.com/yuzugo/yuzu/sdk"
 )
 
@@ -18,19 +19,12 @@ func main() {
 }
 
 func newPlugin() *sdk.Plugin {
-	p := sdk.New("crasher", "0.0.1", "Integration test plugin: dies mid-command on request")
-	leg := sdk.OnAll(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "in_process"})
-	p.Handle("ok", ok, sdk.Describe("Answers ok|crasher"), leg)
-	p.Handle("crash", crash, sdk.Describe("Writes row before|crash, makes sure it reached the agent, then exits with status 3"), leg)
-	p.Handle("kill", kill, sdk.Describe("Writes row before|kill, makes sure it reached the agent, then kills itself (SIGKILL)"), leg)
-	p.Handle("panic", panics, sdk.Describe("Panics inside the handler (the SDK must turn it into an error row)"), leg)
-	p.Handle("log", logs, sdk.Describe("Logs an info line and prints a stray line on stdout"), leg)
-	return p
-}
-
-func ok(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
-	out.Row("ok", "crasher")
-	return sdk.Done(), nil
+	p := testplugin.New("crasher", "Integration test plugin: dies mid-command on request")
+	p.Handle("crash", crash, sdk.Describe("Writes row before|crash, makes sure it reached the agent, then exits with status 3"))
+	p.Handle("kill", kill, sdk.Describe("Writes row before|kill, makes sure it reached the agent, then kills itself (SIGKILL)"))
+	p.Handle("panic", panics, sdk.Describe("Panics inside the handler (the SDK must turn it into an error row)"))
+	p.Handle("log", logs, sdk.Describe("Logs an info line and prints a stray line on stdout"))
+	return p.Plugin
 }
 
 // flushRow writes a row shortly before the process dies. The SDK sends a row at once

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/yuzugo/yuzu/integration/testplugins/internal/testplugin"
 	"github.com/yuzugo/yuzu/sdk"
 )
 
@@ -21,18 +22,11 @@ func main() {
 }
 
 func newPlugin() *sdk.Plugin {
-	p := sdk.New("hog", "0.0.1", "Integration test plugin: uses more than its box allows")
-	leg := sdk.OnAll(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "in_process"})
-	p.Handle("ok", ok, sdk.Describe("Answers ok|hog"), leg)
-	p.Handle("alloc", alloc, sdk.Describe("Allocates mib MiB and touches every page, then answers allocated|MiB"), leg)
-	p.Handle("forkbomb", forkbomb, sdk.Describe("Starts a shell fork bomb whose processes carry the tag, answers started|pid and leaves it running"), leg)
-	p.Handle("escape", escape, sdk.Describe("Starts a sleep that double-forks away (its parent exits) into a session of its own, answers escaped|pid"), leg)
-	return p
-}
-
-func ok(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
-	out.Row("ok", "hog")
-	return sdk.Done(), nil
+	p := testplugin.New("hog", "Integration test plugin: uses more than its box allows")
+	p.Handle("alloc", alloc, sdk.Describe("Allocates mib MiB and touches every page, then answers allocated|MiB"))
+	p.Handle("forkbomb", forkbomb, sdk.Describe("Starts a shell fork bomb whose processes carry the tag, answers started|pid and leaves it running"))
+	p.Handle("escape", escape, sdk.Describe("Starts a sleep that double-forks away (its parent exits) into a session of its own, answers escaped|pid"))
+	return p.Plugin
 }
 
 // keep holds the allocations so that the collector cannot free them.

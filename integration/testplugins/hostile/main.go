@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 
+	"github.com/yuzugo/yuzu/integration/testplugins/internal/testplugin"
 	"github.com/yuzugo/yuzu/sdk"
 )
 
@@ -20,29 +21,22 @@ func main() {
 }
 
 func newPlugin() *sdk.Plugin {
-	p := sdk.New("hostile", "0.0.1", "Integration test plugin: hostile rows and provenance, processes left behind")
-	leg := sdk.OnAll(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "in_process"})
-	p.Handle("ok", ok, sdk.Describe("Answers ok|hostile"), leg)
-	p.Handle("forge", forge, sdk.Describe("Writes rows with invalid UTF-8 and control bytes and a provenance that tries to forge lines"), leg)
+	p := testplugin.New("hostile", "Integration test plugin: hostile rows and provenance, processes left behind")
+	p.Handle("forge", forge, sdk.Describe("Writes rows with invalid UTF-8 and control bytes and a provenance that tries to forge lines"))
 	p.Handle("fields", fields,
 		sdk.Describe("Writes declared rows whose fields hold |, \\, invalid UTF-8 and control bytes"),
 		sdk.Row("entry", "name", "note"),
 		sdk.Row("count", "n:int32"),
-		leg)
-	p.Handle("badprov", badProvenance, sdk.Describe("Returns a provenance that is not valid UTF-8"), leg)
+	)
+	p.Handle("badprov", badProvenance, sdk.Describe("Returns a provenance that is not valid UTF-8"))
 	p.Handle("spawn", spawn,
 		sdk.Describe("Starts sleeping descendants three ways, writes their pids to pidfile, then waits for cancellation or, with crash=true, exits with status 3"),
 		sdk.Param("pidfile", sdk.TypeString, "Where to write `<role> <pid> <pgid> <sid>` lines", sdk.Required()),
 		sdk.Param("crash", sdk.TypeBool, "Exit the process instead of waiting", sdk.Default("false")),
 		sdk.Param("tag", sdk.TypeString, "Windows: an argument the descendants carry on their command lines"),
 		sdk.Row("pid", "role", "pid:int32", "pgid:int32", "sid:int32"),
-		leg)
-	return p
-}
-
-func ok(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
-	out.Row("ok", "hostile")
-	return sdk.Done(), nil
+	)
+	return p.Plugin
 }
 
 // forgedProvenance is what forge returns as its provenance: were it printed raw, the

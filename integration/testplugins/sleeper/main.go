@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/yuzugo/yuzu/integration/testplugins/internal/testplugin"
 	"github.com/yuzugo/yuzu/sdk"
 )
 
@@ -20,21 +21,14 @@ func main() {
 }
 
 func newPlugin() *sdk.Plugin {
-	p := sdk.New("sleeper", "0.0.1", "Integration test plugin: sleeps, streams rows, reports its environment")
-	leg := sdk.OnAll(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "in_process"})
-	p.Handle("ok", ok, sdk.Describe("Answers ok|sleeper"), leg)
-	p.Handle("sleep", sleep, sdk.Describe("Sleeps seconds=N ignoring cancellation: the agent must kill it"), leg)
-	p.Handle("sleep_ctx", sleepCtx, sdk.Describe("Sleeps seconds=N or until the command is cancelled"), leg)
-	p.Handle("rows", manyRows, sdk.Describe("Streams n=N small rows"), leg)
-	p.Handle("env", env, sdk.Describe("Lists the process environment as env|KEY|VALUE rows, sorted"), leg)
-	p.Handle("active", activeSleeps, sdk.Describe("Answers active|N: how many sleep and sleep_ctx handlers are running in this process"), leg)
-	p.Handle("pid", pid, sdk.Describe("Answers pid|<process id>|<parent process id>"), leg)
-	return p
-}
-
-func ok(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
-	out.Row("ok", "sleeper")
-	return sdk.Done(), nil
+	p := testplugin.New("sleeper", "Integration test plugin: sleeps, streams rows, reports its environment")
+	p.Handle("sleep", sleep, sdk.Describe("Sleeps seconds=N ignoring cancellation: the agent must kill it"))
+	p.Handle("sleep_ctx", sleepCtx, sdk.Describe("Sleeps seconds=N or until the command is cancelled"))
+	p.Handle("rows", manyRows, sdk.Describe("Streams n=N small rows"))
+	p.Handle("env", env, sdk.Describe("Lists the process environment as env|KEY|VALUE rows, sorted"))
+	p.Handle("active", activeSleeps, sdk.Describe("Answers active|N: how many sleep and sleep_ctx handlers are running in this process"))
+	p.Handle("pid", pid, sdk.Describe("Answers pid|<process id>|<parent process id>"))
+	return p.Plugin
 }
 
 // seconds reads the seconds parameter as a decimal number (0.2 is allowed, unlike

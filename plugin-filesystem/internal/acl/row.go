@@ -13,13 +13,15 @@ package acl
 import (
 	"fmt"
 
-	"github.com/yuzugo/yuzu/plugin-filesystem/internal/row"
+	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 // Row is one output row; the SDK escapes its fields when the action writes it.
-type Row = row.Row
+type Row = rows.Row
 
-func newRow(kind string, fields ...string) Row { return Row{Kind: kind, Fields: fields} }
+// newRow is rows.New under a name that the functions here, whose row slices are
+// called rows, do not shadow.
+func newRow(kind string, fields ...string) Row { return rows.New(kind, fields...) }
 
 // dash stands in for an empty field, as every get_acl row does.
 func dash(s string) string {

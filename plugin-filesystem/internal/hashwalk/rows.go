@@ -1,11 +1,13 @@
 package hashwalk
 
-import "github.com/yuzugo/yuzu/plugin-filesystem/internal/row"
+import (
+	"strconv"
 
-import "strconv"
+	"github.com/yuzugo/yuzu/sdk/rows"
+)
 
 // Row is one output row; the SDK escapes its fields when the action writes it.
-type Row = row.Row
+type Row = rows.Row
 
 // Rows turns a result into find_by_hash's rows, in order: one match row per
 // match, network_mount_guard|unavailable when the walk ran unguarded, one

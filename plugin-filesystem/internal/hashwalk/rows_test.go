@@ -4,22 +4,12 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
-func rowText(rows []Row) string {
-	var b strings.Builder
-	for i, r := range rows {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(r.Kind)
-		for _, f := range r.Fields {
-			b.WriteByte('|')
-			b.WriteString(f)
-		}
-	}
-	return b.String()
-}
+// rowText is the rows' raw text, one a line.
+func rowText(rs []Row) string { return strings.Join(rows.Texts(rs), "\n") }
 
 func TestRowsAndStatus(t *testing.T) {
 	tests := []struct {

@@ -13,10 +13,8 @@ import (
 	"time"
 
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/parse"
-	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
-	"github.com/yuzugo/yuzu/sdk/subprocess"
-
 	"github.com/yuzugo/yuzu/sdk/rows"
+	"github.com/yuzugo/yuzu/sdk/subprocess"
 )
 
 // Tool paths and the bound on each run.
@@ -62,7 +60,7 @@ type RulesReading struct {
 }
 
 // State runs the tools for the state action and returns its rows.
-func (r *Reader) State(ctx context.Context) []row.Row {
+func (r *Reader) State(ctx context.Context) []rows.Row {
 	return StateRows(StateReading{
 		GlobalState: r.run(ctx, r.SocketfilterfwPath, "--getglobalstate"),
 		PfInfo:      r.run(ctx, r.PfctlPath, "-s", "info"),
@@ -72,7 +70,7 @@ func (r *Reader) State(ctx context.Context) []row.Row {
 }
 
 // Rules runs the tools for the rules action and returns its rows.
-func (r *Reader) Rules(ctx context.Context) []row.Row {
+func (r *Reader) Rules(ctx context.Context) []rows.Row {
 	return RulesRows(RulesReading{
 		ListApps: r.run(ctx, r.SocketfilterfwPath, "--listapps"),
 		Rules:    r.run(ctx, r.PfctlPath, "-s", "rules"),
@@ -105,13 +103,13 @@ func verdictOutput(res subprocess.Result) []byte {
 // block-all mode), then pf's status, its anchors and its rule count. The anchors and
 // the count are published only from complete reads, so a refused pf read shows no
 // anchors and ruleset|unknown rather than a partial answer.
-func StateRows(r StateReading) []row.Row {
+func StateRows(r StateReading) []rows.Row {
 	state, blockAll := parse.ParseALFGlobalState(verdictOutput(r.GlobalState))
-	out := []row.Row{row.New("backend", "appfirewall"), row.New("state", state.String())}
+	out := []rows.Row{rows.New("backend", "appfirewall"), rows.New("state", state.String())}
 	if blockAll {
-		out = append(out, row.New("mode", "block_all"))
+		out = append(out, rows.New("mode", "block_all"))
 	}
-	out = append(out, row.New("pf", parse.ParsePfInfo(verdictOutput(r.PfInfo)).String()))
+	out = append(out, rows.New("pf", parse.ParsePfInfo(verdictOutput(r.PfInfo)).String()))
 	out = append(out, anchorRows(r.Anchors)...)
 	return append(out, rulesetRow(r.Rules))
 }
@@ -119,36 +117,36 @@ func StateRows(r StateReading) []row.Row {
 // RulesRows builds the rules rows: the Application Firewall's per-app list, then pf's
 // rule lines and anchors, then the pf rule count. Each list is published only from a
 // complete read.
-func RulesRows(r RulesReading) []row.Row {
-	var out []row.Row
+func RulesRows(r RulesReading) []rows.Row {
+	var out []rows.Row
 	if parse.SubprocessComplete(r.ListApps) {
 		for _, a := range parse.ParseListApps(r.ListApps.Output) {
-			out = append(out, row.New("app", rows.Sanitize(a.Path), a.Decision))
+			out = append(out, rows.New("app", rows.Sanitize(a.Path), a.Decision))
 		}
 	}
 	if parse.SubprocessComplete(r.Rules) {
 		for _, l := range parse.PfRuleLines(r.Rules.Output) {
-			out = append(out, row.New("rule", rows.Sanitize(l)))
+			out = append(out, rows.New("rule", rows.Sanitize(l)))
 		}
 	}
 	out = append(out, anchorRows(r.Anchors)...)
 	return append(out, rulesetRow(r.Rules))
 }
 
-func anchorRows(res subprocess.Result) []row.Row {
+func anchorRows(res subprocess.Result) []rows.Row {
 	if !parse.SubprocessComplete(res) {
 		return nil
 	}
-	var out []row.Row
+	var out []rows.Row
 	for _, a := range parse.ParsePfAnchors(res.Output) {
-		out = append(out, row.New("anchor", rows.Sanitize(a)))
+		out = append(out, rows.New("anchor", rows.Sanitize(a)))
 	}
 	return out
 }
 
-func rulesetRow(res subprocess.Result) row.Row {
+func rulesetRow(res subprocess.Result) rows.Row {
 	if !parse.SubprocessComplete(res) {
-		return row.New("ruleset", "unknown")
+		return rows.New("ruleset", "unknown")
 	}
-	return row.New("ruleset", strconv.Itoa(parse.CountPfRules(res.Output)))
+	return rows.New("ruleset", strconv.Itoa(parse.CountPfRules(res.Output)))
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
+	"github.com/yuzugo/yuzu/sdk/rows"
 	"github.com/yuzugo/yuzu/sdk/subprocess"
 )
 
@@ -21,9 +21,9 @@ func ok(out string) subprocess.Result {
 // refused is what pfctl gives an unprivileged caller: nothing on stdout, exit 1.
 var refused = subprocess.Result{ToolRan: true, ExitCode: 1, Reason: subprocess.ReasonExited}
 
-func rowsEqual(t *testing.T, name string, got []row.Row, want ...string) {
+func rowsEqual(t *testing.T, name string, got []rows.Row, want ...string) {
 	t.Helper()
-	if g := row.Texts(got); !slices.Equal(g, want) {
+	if g := rows.Texts(got); !slices.Equal(g, want) {
 		t.Errorf("%s:\n got  %q\n want %q", name, g, want)
 	}
 }

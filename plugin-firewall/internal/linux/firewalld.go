@@ -8,8 +8,6 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
-	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
-
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
@@ -322,11 +320,11 @@ var firewalldContext = map[string]bool{
 // zoneRows lists one zone or policy: its target, what it applies to, then its rules.
 // label is the zone name, or policy:<name> for a policy (zone and policy names cannot
 // hold a colon).
-func zoneRows(label string, z Zone) []row.Row {
-	var out []row.Row
+func zoneRows(label string, z Zone) []rows.Row {
+	var out []rows.Row
 	add := func(kind string, values ...string) {
 		for _, v := range values {
-			out = append(out, row.New("rule", "firewalld", label, kind, v))
+			out = append(out, rows.New("rule", "firewalld", label, kind, v))
 		}
 	}
 	flag := func(kind string, on bool) {
@@ -355,9 +353,9 @@ func zoneRows(label string, z Zone) []row.Row {
 // firewalldRows renders a reachable firewalld. Values are written as firewalld gave
 // them (only the zone name is sanitized), as upstream writes service names. An
 // incomplete read lists nothing at all, so a partial list is never shown as the whole.
-func firewalldRows(fw FirewalldResult, rules bool) []row.Row {
-	out := []row.Row{row.New("backend", "firewalld")}
-	var list []row.Row
+func firewalldRows(fw FirewalldResult, rules bool) []rows.Row {
+	out := []rows.Row{rows.New("backend", "firewalld")}
+	var list []rows.Row
 	for _, z := range fw.Zones {
 		list = append(list, zoneRows(rows.Sanitize(z.Name), z)...)
 	}
@@ -371,7 +369,7 @@ func firewalldRows(fw FirewalldResult, rules bool) []row.Row {
 		}
 	}
 	if !rules {
-		out = append(out, row.New("state", "running"))
+		out = append(out, rows.New("state", "running"))
 		if !fw.Complete {
 			return append(out, rulesetUnknown())
 		}

@@ -6,10 +6,8 @@ import (
 	"time"
 
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/parse"
-	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
-	"github.com/yuzugo/yuzu/sdk/subprocess"
-
 	"github.com/yuzugo/yuzu/sdk/rows"
+	"github.com/yuzugo/yuzu/sdk/subprocess"
 )
 
 // Default bounds of the ladder. Every rung is bounded by about five seconds, so a host
@@ -89,10 +87,10 @@ type Ladder struct {
 
 // State answers the `state` action: which backend answered, whether it is active, and
 // how many rules it holds.
-func (l *Ladder) State(ctx context.Context) []row.Row { return l.walk(ctx, false) }
+func (l *Ladder) State(ctx context.Context) []rows.Row { return l.walk(ctx, false) }
 
 // Rules answers the `rules` action: which backend answered and the rules it lists.
-func (l *Ladder) Rules(ctx context.Context) []row.Row { return l.walk(ctx, true) }
+func (l *Ladder) Rules(ctx context.Context) []rows.Row { return l.walk(ctx, true) }
 
 // walk asks the sources in order. firewalld, when it runs, answers for the host. Else
 // the kernel answers: nftables and the legacy iptables tables are both read, because
@@ -101,7 +99,7 @@ func (l *Ladder) Rules(ctx context.Context) []row.Row { return l.walk(ctx, true)
 // iptables-legacy); when it says it is on, it answers with its own list, and when it
 // says it is off (or says something unreadable) that is believed only if the kernel
 // holds nothing that filters (docs/firewall.md).
-func (l *Ladder) walk(ctx context.Context, rules bool) []row.Row {
+func (l *Ladder) walk(ctx context.Context, rules bool) []rows.Row {
 	ctx, cancel := context.WithTimeout(ctx, l.Total)
 	defer cancel()
 
@@ -112,7 +110,7 @@ func (l *Ladder) walk(ctx context.Context, rules bool) []row.Row {
 	// Error rows are written the moment a read fails, so they stay whatever answers
 	// later: they say what could not be seen.
 	nft := l.Nftables(ctx)
-	out := append([]row.Row(nil), nft.Diag...)
+	out := append([]rows.Row(nil), nft.Diag...)
 	if nft.Answered && nft.Tables > 0 {
 		k := kernel{nft: nft, legacy: l.Legacy(ctx)}
 		return append(append(out, k.legacy.Diag...), k.rows(rules)...)
@@ -129,7 +127,7 @@ func (l *Ladder) walk(ctx context.Context, rules bool) []row.Row {
 		return append(append(out, k.legacy.Diag...), u.rows(rules, !k.complete())...)
 	}
 	if u.answered {
-		out = append(out, row.New("fallthrough", "ufw:"+u.verdict()))
+		out = append(out, rows.New("fallthrough", "ufw:"+u.verdict()))
 	}
 	return append(append(out, k.legacy.Diag...), k.rows(rules)...)
 }
@@ -168,10 +166,10 @@ func (u ufwAnswer) verdict() string {
 // rows renders ufw's answer: for state its verdict and rule count, for rules its rule
 // rows and count, and unknown for both when its output is not trusted. clamp turns an
 // "inactive" into unknown, for a kernel that could not be read whole.
-func (u ufwAnswer) rows(rules, clamp bool) []row.Row {
-	out := []row.Row{row.New("backend", "ufw")}
+func (u ufwAnswer) rows(rules, clamp bool) []rows.Row {
+	out := []rows.Row{rows.New("backend", "ufw")}
 	if !rules {
-		out = append(out, row.New("state", parse.GateState(u.trusted, clamp, u.status).Activity()))
+		out = append(out, rows.New("state", parse.GateState(u.trusted, clamp, u.status).Activity()))
 		if !u.trusted {
 			return append(out, rulesetUnknown())
 		}
@@ -181,7 +179,7 @@ func (u ufwAnswer) rows(rules, clamp bool) []row.Row {
 		return append(out, rulesUnknown(), rulesetUnknown())
 	}
 	for _, r := range u.list {
-		out = append(out, row.New("rule", rows.Sanitize(r.Index), rows.Sanitize(r.To),
+		out = append(out, rows.New("rule", rows.Sanitize(r.Index), rows.Sanitize(r.To),
 			rows.Sanitize(r.Action), rows.Sanitize(r.From)))
 	}
 	return append(out, rulesetCount(len(u.list)))
@@ -231,10 +229,10 @@ func (k kernel) backends() []string {
 // unknown otherwise. The count is the sum over both stores, and unknown unless both
 // were read whole. The rules of a store that was read whole are listed even when the
 // other was not; rules|unknown then says the list is not the whole.
-func (k kernel) rows(rules bool) []row.Row {
-	var out []row.Row
+func (k kernel) rows(rules bool) []rows.Row {
+	var out []rows.Row
 	for _, b := range k.backends() {
-		out = append(out, row.New("backend", b))
+		out = append(out, rows.New("backend", b))
 	}
 	complete := k.complete()
 	if !rules {
@@ -245,7 +243,7 @@ func (k kernel) rows(rules bool) []row.Row {
 		case complete:
 			verdict = parse.Disabled
 		}
-		out = append(out, row.New("state", verdict.Activity()))
+		out = append(out, rows.New("state", verdict.Activity()))
 	} else if !complete {
 		out = append(out, rulesUnknown())
 	}
@@ -265,6 +263,6 @@ func (k kernel) rows(rules bool) []row.Row {
 	return append(out, rulesetCount(len(k.nft.Rules)+k.legacy.RuleCount()))
 }
 
-func rulesetCount(n int) row.Row { return row.New("ruleset", strconv.Itoa(n)) }
-func rulesetUnknown() row.Row    { return row.New("ruleset", "unknown") }
-func rulesUnknown() row.Row      { return row.New("rules", "unknown") }
+func rulesetCount(n int) rows.Row { return rows.New("ruleset", strconv.Itoa(n)) }
+func rulesetUnknown() rows.Row    { return rows.New("ruleset", "unknown") }
+func rulesUnknown() rows.Row      { return rows.New("rules", "unknown") }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/parse"
-	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
+	"github.com/yuzugo/yuzu/sdk/rows"
 	"github.com/yuzugo/yuzu/sdk/subprocess"
 )
 
@@ -74,9 +74,9 @@ func ladderWith(fw FirewalldResult, nft NftResult, legacy LegacyResult, tools ma
 	}, fr, &legacyReads
 }
 
-func rowsEqual(t testing.TB, name string, got []row.Row, want ...string) {
+func rowsEqual(t testing.TB, name string, got []rows.Row, want ...string) {
 	t.Helper()
-	if g := row.Texts(got); !slices.Equal(g, want) {
+	if g := rows.Texts(got); !slices.Equal(g, want) {
 		t.Errorf("%s:\n got  %q\n want %q", name, g, want)
 	}
 }
@@ -84,14 +84,14 @@ func rowsEqual(t testing.TB, name string, got []row.Row, want ...string) {
 // nftFailed is an nftables read whose tables were seen but whose rule dump failed.
 func nftFailed(dump, reason string, seen bool) NftResult {
 	return NftResult{
-		Diag:       []row.Row{parse.NftFallthroughRow(dump, reason)},
+		Diag:       []rows.Row{parse.NftFallthroughRow(dump, reason)},
 		TablesSeen: seen, FailedDump: dump, FailedReason: reason,
 	}
 }
 
 // nftTableError is an nftables read whose table dump failed.
 func nftTableError(reason string) NftResult {
-	return NftResult{Diag: []row.Row{parse.NftDiagRow(parse.DumpTable, reason)}}
+	return NftResult{Diag: []rows.Row{parse.NftDiagRow(parse.DumpTable, reason)}}
 }
 
 var (
@@ -127,14 +127,14 @@ var (
 		{Family: familyIPv6, Read: true},
 	}}
 	// The IPv4 tables exist but no tool could read them; IPv6 has none.
-	legacyUnread = LegacyResult{Diag: []row.Row{legacyDiagRow(familyIPv4, reasonNoTool)}, Families: []LegacyFamily{
+	legacyUnread = LegacyResult{Diag: []rows.Row{legacyDiagRow(familyIPv4, reasonNoTool)}, Families: []LegacyFamily{
 		{Family: familyIPv4, Listed: []string{"filter"}}, {Family: familyIPv6, Read: true}}}
 	// The kernel's list itself was refused (not root): nothing is known.
 	legacyRefused = LegacyResult{
-		Diag:     []row.Row{legacyDiagRow(familyIPv4, parse.ReasonEPERM), legacyDiagRow(familyIPv6, parse.ReasonEPERM)},
+		Diag:     []rows.Row{legacyDiagRow(familyIPv4, parse.ReasonEPERM), legacyDiagRow(familyIPv6, parse.ReasonEPERM)},
 		Families: []LegacyFamily{{Family: familyIPv4}, {Family: familyIPv6}}}
 	// IPv4 read whole with rules, IPv6 listed and not read.
-	legacyHalf = LegacyResult{Diag: []row.Row{legacyDiagRow(familyIPv6, parse.ReasonTimeout)}, Families: []LegacyFamily{
+	legacyHalf = LegacyResult{Diag: []rows.Row{legacyDiagRow(familyIPv6, parse.ReasonTimeout)}, Families: []LegacyFamily{
 		legacyRules.Families[0], {Family: familyIPv6, Listed: []string{"filter"}}}}
 )
 
@@ -332,7 +332,7 @@ func TestLadderTerminal(t *testing.T) {
 		"backend|none", "state|unknown", "ruleset|unknown")
 
 	// Socket-level rows come first and stay.
-	fd := NftResult{Diag: []row.Row{row.New("error", "fd_exhausted")}}
+	fd := NftResult{Diag: []rows.Row{rows.New("error", "fd_exhausted")}}
 	l, _, _ = ladderWith(FirewalldResult{}, fd, legacyRefused, none)
 	rowsEqual(t, "fd exhausted", l.State(context.Background()),
 		"error|fd_exhausted", "error|iptables:ip:eperm", "error|iptables:ip6:eperm", "backend|none", "state|unknown", "ruleset|unknown")

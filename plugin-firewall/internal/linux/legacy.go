@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/parse"
-	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
-
 	"github.com/yuzugo/yuzu/sdk/rows"
 	"github.com/yuzugo/yuzu/sdk/safefile"
 	"github.com/yuzugo/yuzu/sdk/subprocess"
@@ -66,7 +64,7 @@ type LegacyFamily struct {
 type LegacyResult struct {
 	// Diag holds an error row per family that could not be read whole, written
 	// whatever else answers.
-	Diag     []row.Row
+	Diag     []rows.Row
 	Families []LegacyFamily
 }
 
@@ -114,8 +112,8 @@ func (r LegacyResult) RuleCount() int {
 }
 
 // rows renders every entry of the families that were read whole.
-func (r LegacyResult) rows() []row.Row {
-	var out []row.Row
+func (r LegacyResult) rows() []rows.Row {
+	var out []rows.Row
 	for _, f := range r.Families {
 		if !f.Read {
 			continue
@@ -175,8 +173,8 @@ func (r *legacyReader) Read(ctx context.Context) LegacyResult {
 
 // legacyDiagRow is the row naming a family that could not be read whole:
 // error|iptables:<family>:<reason>.
-func legacyDiagRow(family uint32, reason string) row.Row {
-	return row.New("error", "iptables:"+parse.FamilyName(family)+":"+reason)
+func legacyDiagRow(family uint32, reason string) rows.Row {
+	return rows.New("error", "iptables:"+parse.FamilyName(family)+":"+reason)
 }
 
 // Reasons a legacy family could not be read, as they appear in its error row (beside

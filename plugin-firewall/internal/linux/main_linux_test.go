@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
+	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 // childEnv selects a helper mode when the test binary re-executes itself. Some checks
@@ -25,10 +25,10 @@ func TestMain(m *testing.M) {
 
 // runChild runs one helper mode and prints its rows, one per line.
 func runChild(mode string) int {
-	var rows []row.Row
+	var got []rows.Row
 	switch mode {
 	case "state":
-		rows = New().State(context.Background())
+		got = New().State(context.Background())
 	case "fd-exhausted":
 		// Lower the descriptor limit and use every remaining descriptor, so the next
 		// socket the reader opens fails with EMFILE.
@@ -45,7 +45,7 @@ func runChild(mode string) int {
 			}
 			held = append(held, f)
 		}
-		rows = newNftReader().Read(context.Background()).Diag
+		got = newNftReader().Read(context.Background()).Diag
 		for _, f := range held {
 			_ = f.Close()
 		}
@@ -53,7 +53,7 @@ func runChild(mode string) int {
 		fmt.Fprintln(os.Stderr, "unknown child mode", mode)
 		return 2
 	}
-	for _, r := range rows {
+	for _, r := range got {
 		fmt.Println(r.Text())
 	}
 	return 0

@@ -2,14 +2,14 @@ package linux
 
 import (
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/parse"
-	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
+	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 // NftResult is what the nftables rung read.
 type NftResult struct {
 	// Diag holds the error and fallthrough rows of a failed read, in the order the
 	// failures happened. They are written whatever backend answers later.
-	Diag []row.Row
+	Diag []rows.Row
 	// Answered is true when the table, chain and rule dumps all completed.
 	Answered bool
 	// Absent is true when the kernel has no nftables at all (the netlink protocol
@@ -68,8 +68,8 @@ func nftHasContent(chains []NftChain, rules []NftRule) bool {
 
 // nftRuleRows lists an nftables read that answered: a row per base chain (its hook and
 // policy), then a row per rule.
-func nftRuleRows(nft NftResult) []row.Row {
-	var out []row.Row
+func nftRuleRows(nft NftResult) []rows.Row {
+	var out []rows.Row
 	for _, c := range nft.Chains {
 		if c.Base {
 			out = append(out, parse.NftChainRow(c.Family, c.Table, c.Name,

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/parse"
-	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
+	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 // nftMaxObjects caps how many tables, chains or rules one read accepts. The library
@@ -253,14 +253,14 @@ func (r *nftReader) request(ctx context.Context, deadline time.Time, fn func(*nf
 
 // socketRow is the row for a socket that could not be opened, when the cause is one
 // an operator can act on: running out of descriptors, or being refused the socket.
-func socketRow(err error) (row.Row, bool) {
+func socketRow(err error) (rows.Row, bool) {
 	switch {
 	case errors.Is(err, unix.EMFILE), errors.Is(err, unix.ENFILE):
-		return row.New("error", "fd_exhausted"), true
+		return rows.New("error", "fd_exhausted"), true
 	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
 		return parse.NftDiagRow(parse.DumpSocket, parse.ReasonEPERM), true
 	default:
-		return row.Row{}, false
+		return rows.Row{}, false
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/parse"
-	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
+	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 // The tests below feed hand-built kernel replies to the real library through its test
@@ -374,7 +374,7 @@ func TestNftReaderFailures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res := testReader(t, tt.kernel(t)).Read(context.Background())
-			if g := row.Texts(res.Diag); !slices.Equal(g, tt.diag) {
+			if g := rows.Texts(res.Diag); !slices.Equal(g, tt.diag) {
 				t.Errorf("diag %q, want %q", g, tt.diag)
 			}
 			if res.TablesSeen != tt.seen || res.Answered != tt.answered {
@@ -546,7 +546,7 @@ func TestNftReaderRuleLoopStops(t *testing.T) {
 
 // nftOnlyRows renders an nftables read as the kernel's answer on a host without
 // legacy tables.
-func nftOnlyRows(res NftResult, rules bool) []row.Row {
+func nftOnlyRows(res NftResult, rules bool) []rows.Row {
 	return kernel{nft: res, legacy: legacyNone}.rows(rules)
 }
 

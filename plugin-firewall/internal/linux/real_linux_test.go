@@ -20,7 +20,7 @@ import (
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
+	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 // noBus points the firewalld rung at a socket that does not exist, so these tests do
@@ -69,7 +69,7 @@ func nftOnly(t *testing.T) *Ladder {
 // backend answers.
 func TestRealNftablesEmptyNamespace(t *testing.T) {
 	noBus(t)
-	var state, rules []row.Row
+	var state, rules []rows.Row
 	l := nftOnly(t)
 	inFreshNetns(t, func() {
 		state = l.State(context.Background())
@@ -83,7 +83,7 @@ func TestRealNftablesEmptyNamespace(t *testing.T) {
 // library, the only writer available without the nft binary) and reads it back.
 func TestRealNftablesRuleset(t *testing.T) {
 	noBus(t)
-	var state, rules []row.Row
+	var state, rules []rows.Row
 	var loadErr error
 	l := nftOnly(t)
 	inFreshNetns(t, func() {
@@ -109,7 +109,7 @@ func TestRealNftablesRuleset(t *testing.T) {
 		t.Fatalf("loading the test ruleset: %v", loadErr)
 	}
 	rowsEqual(t, "state", state, "backend|nftables", "state|active", "ruleset|2")
-	texts := row.Texts(rules)
+	texts := rows.Texts(rules)
 	if len(texts) != 5 || texts[0] != "backend|nftables" || texts[1] != "rule|nftables|inet|filter|input|input|drop" ||
 		texts[4] != "ruleset|2" {
 		t.Fatalf("rules rows %q", texts)

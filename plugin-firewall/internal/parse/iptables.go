@@ -3,8 +3,6 @@ package parse
 import (
 	"strings"
 
-	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
-
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
@@ -155,7 +153,7 @@ func ParseTableNames(b []byte) []string {
 // IptRow is the rule row for one entry of a legacy table:
 // rule|iptables|<family>|<table>|<chain>|<kind>|<spec>, names and spec sanitized.
 // Family is the NFPROTO number, named as nftables rows name it (ip, ip6).
-func IptRow(family uint32, table string, e IptEntry) row.Row {
-	return row.New("rule", "iptables", FamilyName(family), rows.Sanitize(table), rows.Sanitize(e.Chain),
+func IptRow(family uint32, table string, e IptEntry) rows.Row {
+	return rows.New("rule", "iptables", FamilyName(family), rows.Sanitize(table), rows.Sanitize(e.Chain),
 		e.Kind, rows.Sanitize(e.Spec))
 }

@@ -3,8 +3,6 @@ package parse
 import (
 	"strconv"
 
-	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
-
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
@@ -81,17 +79,17 @@ func PolicyName(policy uint32, present bool) string {
 
 // NftChainRow is the rule row for a base chain:
 // rule|nftables|<family>|<table>|<chain>|<hook>|<policy>, names sanitized.
-func NftChainRow(family uint32, table, chain, hook, policy string) row.Row {
-	return row.New("rule", "nftables", FamilyName(family), rows.Sanitize(table), rows.Sanitize(chain), hook, policy)
+func NftChainRow(family uint32, table, chain, hook, policy string) rows.Row {
+	return rows.New("rule", "nftables", FamilyName(family), rows.Sanitize(table), rows.Sanitize(chain), hook, policy)
 }
 
 // NftRuleRow is the rule row for one rule:
 // rule|nftables|<family>|<table>|<chain>|handle|<n>, with "unknown" when the rule
 // carried no handle.
-func NftRuleRow(family uint32, table, chain string, handle uint64, hasHandle bool) row.Row {
+func NftRuleRow(family uint32, table, chain string, handle uint64, hasHandle bool) rows.Row {
 	h := "unknown"
 	if hasHandle {
 		h = strconv.FormatUint(handle, 10)
 	}
-	return row.New("rule", "nftables", FamilyName(family), rows.Sanitize(table), rows.Sanitize(chain), "handle", h)
+	return rows.New("rule", "nftables", FamilyName(family), rows.Sanitize(table), rows.Sanitize(chain), "handle", h)
 }

@@ -1,7 +1,7 @@
 package parse
 
 import (
-	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
+	"github.com/yuzugo/yuzu/sdk/rows"
 	"github.com/yuzugo/yuzu/sdk/subprocess"
 )
 
@@ -76,12 +76,12 @@ const (
 )
 
 // NftDiagRow is the row naming a failed nftables read: error|nftables:<dump>:<reason>.
-func NftDiagRow(dump, reason string) row.Row {
-	return row.New("error", "nftables:"+dump+":"+reason)
+func NftDiagRow(dump, reason string) rows.Row {
+	return rows.New("error", "nftables:"+dump+":"+reason)
 }
 
 // NftFallthroughRow is the row written when nftables read its tables but a later dump
 // failed and the ladder moves on: fallthrough|nftables:<dump>:<reason>.
-func NftFallthroughRow(dump, reason string) row.Row {
-	return row.New("fallthrough", "nftables:"+dump+":"+reason)
+func NftFallthroughRow(dump, reason string) rows.Row {
+	return rows.New("fallthrough", "nftables:"+dump+":"+reason)
 }

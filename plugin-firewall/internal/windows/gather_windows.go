@@ -8,7 +8,7 @@ import (
 
 	win "golang.org/x/sys/windows"
 
-	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
+	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 // Values of NET_FW_PROFILE_TYPE2 for the three profiles, in row order.
@@ -28,7 +28,7 @@ type Reader struct{}
 func New() *Reader { return &Reader{} }
 
 // State returns the state rows: each profile's switch and the total rule count.
-func (*Reader) State(ctx context.Context) []row.Row {
+func (*Reader) State(ctx context.Context) []rows.Row {
 	var r StateReading
 	withCOM(&r.ComInitFailed, func() {
 		policy, hr := createPolicy()
@@ -54,7 +54,7 @@ func (*Reader) State(ctx context.Context) []row.Row {
 
 // Rules returns the rules rows: up to MaxRules rules, then the count listed. The walk
 // stops early, as a failed enumeration, if ctx ends.
-func (*Reader) Rules(ctx context.Context) []row.Row {
+func (*Reader) Rules(ctx context.Context) []rows.Row {
 	var r RulesReading
 	withCOM(&r.ComInitFailed, func() {
 		policy, hr := createPolicy()

@@ -12,8 +12,6 @@ import (
 	"strconv"
 
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/parse"
-	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
-
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
@@ -62,14 +60,14 @@ type StateReading struct {
 // that could tell no profile's state (Wine's stubbed policy answers E_NOTIMPL there
 // and then a count of 0 with S_OK) is no clean read of an empty ruleset, so the count
 // reads unknown (docs/firewall.md).
-func StateRows(r StateReading) []row.Row {
+func StateRows(r StateReading) []rows.Row {
 	if r.ComInitFailed {
-		return []row.Row{row.New("error", "com_init")}
+		return []rows.Row{rows.New("error", "com_init")}
 	}
 	if Failed(r.CreateHR) {
-		return []row.Row{row.New("error", "policy2_create:"+hresult(r.CreateHR))}
+		return []rows.Row{rows.New("error", "policy2_create:"+hresult(r.CreateHR))}
 	}
-	var out []row.Row
+	var out []rows.Row
 	answered := false
 	for _, p := range r.Profiles {
 		v := parse.Unknown.String()
@@ -80,20 +78,20 @@ func StateRows(r StateReading) []row.Row {
 				v = parse.Enabled.String()
 			}
 		}
-		out = append(out, row.New("profile", p.Name, v))
+		out = append(out, rows.New("profile", p.Name, v))
 		if p.HR != sOK && p.HR != sFalse {
-			out = append(out, row.New("error", "firewall_enabled:"+p.Name+":"+hresult(p.HR)))
+			out = append(out, rows.New("error", "firewall_enabled:"+p.Name+":"+hresult(p.HR)))
 		}
 	}
 	switch {
 	case r.RulesHR != sOK:
-		return append(out, row.New("error", "rules_count:"+hresult(r.RulesHR)))
+		return append(out, rows.New("error", "rules_count:"+hresult(r.RulesHR)))
 	case r.CountHR != sOK:
-		return append(out, row.New("error", "rules_count:"+hresult(r.CountHR)))
+		return append(out, rows.New("error", "rules_count:"+hresult(r.CountHR)))
 	case !answered:
-		return append(out, row.New("ruleset", parse.Unknown.String()))
+		return append(out, rows.New("ruleset", parse.Unknown.String()))
 	}
-	return append(out, row.New("ruleset", strconv.FormatInt(int64(r.Count), 10)))
+	return append(out, rows.New("ruleset", strconv.FormatInt(int64(r.Count), 10)))
 }
 
 // Rule is one firewall rule as read through INetFwRule.
@@ -179,34 +177,34 @@ type RulesReading struct {
 // RuleRows builds the rules rows: one row per rule, then the count of rules listed (at
 // most MaxRules) and truncated|true when more existed. A walk that failed part-way
 // keeps the rows already read and ends with the error and ruleset|unknown.
-func RuleRows(r RulesReading) []row.Row {
+func RuleRows(r RulesReading) []rows.Row {
 	switch {
 	case r.ComInitFailed:
-		return []row.Row{row.New("error", "com_init")}
+		return []rows.Row{rows.New("error", "com_init")}
 	case Failed(r.CreateHR):
-		return []row.Row{row.New("error", "policy2_create:"+hresult(r.CreateHR))}
+		return []rows.Row{rows.New("error", "policy2_create:"+hresult(r.CreateHR))}
 	case r.RulesHR != sOK:
-		return []row.Row{row.New("error", "rules_create:"+hresult(r.RulesHR))}
+		return []rows.Row{rows.New("error", "rules_create:"+hresult(r.RulesHR))}
 	case r.EnumHR != sOK:
-		return []row.Row{row.New("error", "enum_create:"+hresult(r.EnumHR))}
+		return []rows.Row{rows.New("error", "enum_create:"+hresult(r.EnumHR))}
 	case r.VariantHR != sOK:
-		return []row.Row{row.New("error", "enum_variant:"+hresult(r.VariantHR))}
+		return []rows.Row{rows.New("error", "enum_variant:"+hresult(r.VariantHR))}
 	}
-	out := make([]row.Row, 0, len(r.Rules)+2)
+	out := make([]rows.Row, 0, len(r.Rules)+2)
 	for _, rl := range r.Rules {
 		out = append(out, ruleRow(rl))
 	}
 	if r.Failed {
-		return append(out, row.New("error", "enum_next:"+hresult(r.HR)), row.New("ruleset", "unknown"))
+		return append(out, rows.New("error", "enum_next:"+hresult(r.HR)), rows.New("ruleset", "unknown"))
 	}
-	out = append(out, row.New("ruleset", strconv.Itoa(len(r.Rules))))
+	out = append(out, rows.New("ruleset", strconv.Itoa(len(r.Rules))))
 	if r.Truncated {
-		out = append(out, row.New("truncated", "true"))
+		out = append(out, rows.New("truncated", "true"))
 	}
 	return out
 }
 
-func ruleRow(r Rule) row.Row {
+func ruleRow(r Rule) rows.Row {
 	enabled := parse.Disabled.String()
 	if r.Enabled {
 		enabled = parse.Enabled.String()
@@ -229,5 +227,5 @@ func ruleRow(r Rule) row.Row {
 			action = "block"
 		}
 	}
-	return row.New("rule", rows.Sanitize(r.Name), enabled, dir, action, strconv.FormatInt(int64(r.Profiles), 10))
+	return rows.New("rule", rows.Sanitize(r.Name), enabled, dir, action, strconv.FormatInt(int64(r.Profiles), 10))
 }

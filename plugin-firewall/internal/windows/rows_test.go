@@ -5,12 +5,12 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/yuzugo/yuzu/plugin-firewall/internal/row"
+	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
-func rowsEqual(t *testing.T, name string, got []row.Row, want ...string) {
+func rowsEqual(t *testing.T, name string, got []rows.Row, want ...string) {
 	t.Helper()
-	if g := row.Texts(got); !slices.Equal(g, want) {
+	if g := rows.Texts(got); !slices.Equal(g, want) {
 		t.Errorf("%s:\n got  %q\n want %q", name, g, want)
 	}
 }
@@ -142,12 +142,12 @@ func TestRuleRows(t *testing.T) {
 		"ruleset|6")
 
 	next, _ := enumerator(rules(MaxRules + 1))
-	got := row.Texts(RuleRows(RulesReading{Enumeration: Collect(next)}))
+	got := rows.Texts(RuleRows(RulesReading{Enumeration: Collect(next)}))
 	if len(got) != MaxRules+2 || got[MaxRules] != "ruleset|100" || got[MaxRules+1] != "truncated|true" {
 		t.Errorf("truncated trailer: %q", got[MaxRules:])
 	}
 	next, _ = enumerator(rules(MaxRules))
-	got = row.Texts(RuleRows(RulesReading{Enumeration: Collect(next)}))
+	got = rows.Texts(RuleRows(RulesReading{Enumeration: Collect(next)}))
 	if len(got) != MaxRules+1 || got[MaxRules] != "ruleset|100" {
 		t.Errorf("exactly 100 rules: %q", got[MaxRules:])
 	}

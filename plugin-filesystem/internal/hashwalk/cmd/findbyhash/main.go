@@ -12,7 +12,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
-	"strings"
 	"time"
 
 	"github.com/yuzugo/yuzu/plugin-filesystem/internal/hashwalk"
@@ -86,7 +85,7 @@ func run(root, sum string, depth, workers int, bounds hashwalk.Bounds) error {
 		return err
 	}
 	for _, row := range hashwalk.Rows(r) {
-		fmt.Println(strings.Join(append([]string{row.Kind}, row.Fields...), "|"))
+		fmt.Println(row.Text())
 	}
 	st := hashwalk.StatusOf(r)
 	if st.Constrained {
