@@ -184,3 +184,29 @@ func TestWindowsService(t *testing.T) {
 		t.Errorf("status after uninstall:\n%s", st)
 	}
 }
+
+// TestWindowsConfigFileDACL: yuzu-agent.exe reads the configuration file's DACL.
+// Wine makes a DACL from the Unix mode bits, so a file staged with mode 0666 from
+// Linux has an Everyone entry with write rights and is refused (naming the SID),
+// and the same file at 0644 is read.
+func TestWindowsConfigFileDACL(t *testing.T) {
+	needWine(t)
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "agent.yaml")
+	writeFile(t, conf, "log-level: debug\n")
+	agent := filepath.Join(env.bin, agentExe)
+	if r := runExe(t, nil, agent, "--config", winPath(conf), "config", "show"); r.code != 0 || !strings.Contains(r.stdout, "debug") {
+		t.Errorf("config show of a 0644 file:\n%s", r)
+	}
+	if err := os.Chmod(conf, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	r := runExe(t, nil, agent, "--config", winPath(conf), "config", "show")
+	if r.code != 2 || !strings.Contains(r.stderr, "is writable by") || !strings.Contains(r.stderr, "S-1-1-0") {
+		t.Errorf("config show of a 0666 file (want exit 2 naming Everyone):\n%s", r)
+	}
+}
