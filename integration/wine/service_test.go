@@ -32,7 +32,9 @@ func serviceLogCandidates() []string {
 // and the agent registering with the fleet server and answering a command), stops it
 // with the SCM's own `sc stop` and sees the agent stop cleanly (the handler reports
 // STOP_PENDING, the agent stops its plugin, the SCM shows STOPPED with exit code 0),
-// starts it again with `sc start`, and uninstalls it (which stops it first). The
+// starts it with a configuration the agent refuses and sees it end at once with exit
+// code 2 and the reason in its log, starts it again with `sc start`, and uninstalls
+// it (which stops it first). The
 // service's state is the prefix's, so this test does not run in parallel with others
 // (the parallel ones start after it).
 func TestWindowsService(t *testing.T) {
@@ -168,6 +170,25 @@ func TestWindowsService(t *testing.T) {
 			t.Errorf("the log has no %q", want)
 		}
 	}
+
+	// A configuration the agent refuses: the service ends at once with exit code 2
+	// (a usage error), which the SCM shows, and the reason is in the default log
+	// file, since a service's stderr goes nowhere.
+	good, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, conf, string(good)+"no-such-setting: 1\n")
+	if r := runExe(t, nil, "sc", "start", "yuzu-agent"); r.code != 0 {
+		t.Errorf("sc start with a bad configuration:\n%s", r)
+	}
+	if st := waitStopped(); !strings.Contains(st.stdout, "(last exit 2)") {
+		t.Errorf("status after a refused configuration (want last exit 2):\n%s", st)
+	}
+	if _, text = logText(); !strings.Contains(text, "no-such-setting") {
+		t.Errorf("the log does not name the refused setting")
+	}
+	writeFile(t, conf, string(good))
 
 	// Started again by the SCM, then uninstalled while running.
 	if r := runExe(t, nil, "sc", "start", "yuzu-agent"); r.code != 0 {

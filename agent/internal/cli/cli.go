@@ -403,6 +403,65 @@ func parseTimeout(v string) (time.Duration, error) {
 
 // Main runs the command line and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
+	if !underSCM() {
+		return cliMain(args, stdout, stderr)
+	}
+	// Started by the Windows service control manager: nobody reads stderr, so what
+	// would go there (a bad configuration file, a usage error) goes to the service's
+	// default log file; and the SCM must hear from the process, or it waits for it to
+	// start and reports a timeout instead of its exit code.
+	stderr, closeErr := serviceStderr()
+	defer closeErr()
+	code := cliMain(args, stdout, stderr)
+	if !scmServed {
+		if _, err := runAsService(func(string, ...any) {}, func(context.Context) int { return code }); err != nil {
+			fmt.Fprintln(stderr, "yuzu-agent: as a service:", rows.Printable(err.Error()))
+		}
+	}
+	return code
+}
+
+// serviceStderr is where a service's stderr goes: appended to its default log file
+// (with the checks of --log-file), else nowhere. The file is opened at the first
+// write, which only a failure makes: a running agent logs through its own logger.
+func serviceStderr() (io.Writer, func()) {
+	w := &lazyLog{path: service.WindowsLogFile(agentconf.SystemDir(runtime.GOOS, os.Getenv))}
+	return w, w.close
+}
+
+type lazyLog struct {
+	path    string
+	mu      sync.Mutex
+	opened  bool
+	w       io.Writer
+	closeFn func()
+}
+
+func (l *lazyLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.opened {
+		l.opened = true
+		w, closeFn, err := openLogFile(config{logFile: l.path}, io.Discard)
+		if err == nil {
+			l.w, l.closeFn = w, closeFn
+		}
+	}
+	if l.w == nil {
+		return len(p), nil
+	}
+	return l.w.Write(p)
+}
+
+func (l *lazyLog) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closeFn != nil {
+		l.closeFn()
+	}
+}
+
+func cliMain(args []string, stdout, stderr io.Writer) int {
 	cfg, pos, err := parseArgs(args, os.Getenv)
 	if err != nil {
 		return usageExit(stderr, blame(cfg, err))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -155,12 +156,12 @@ func (w winService) Close() error  { return w.s.Close() }
 // every process, services.exe too, in session 1, so the parent's image is also
 // checked by its full path: the system's own services.exe, which only an
 // administrator can replace, is the SCM wherever it runs.
-func underSCM() bool {
+var underSCM = sync.OnceValue(func() bool {
 	if is, err := svc.IsWindowsService(); err == nil && is {
 		return true
 	}
 	return parentIsSCM()
-}
+})
 
 func parentIsSCM() bool {
 	var pbi windows.PROCESS_BASIC_INFORMATION
@@ -190,6 +191,7 @@ func parentIsSCM() bool {
 // STOP_PENDING until run has returned; svc.Run then reports STOPPED with run's exit
 // code. log records what the SCM asked.
 func runAsService(log func(msg string, args ...any), run func(context.Context) int) (int, error) {
+	scmServed = true
 	h := &scmHandler{log: log, run: run}
 	if err := svc.Run(service.Name, h); err != nil {
 		return exitFail, err

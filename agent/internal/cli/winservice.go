@@ -79,6 +79,10 @@ type scmService interface {
 	Close() error
 }
 
+// scmServed is set once runAsService has handed the process to the SCM: Main then
+// does not do it again for an early exit.
+var scmServed bool
+
 // errServiceNotInstalled is Open's answer for a service that does not exist.
 var errServiceNotInstalled = errors.New("not installed")
 
