@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -417,5 +418,32 @@ func TestPluginsAdd(t *testing.T) {
 	r = runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins", "add", binPath(agentBin))
 	if r.code != 1 || !strings.Contains(r.stderr, "must start with yuzu-plugin-") {
 		t.Errorf("plugins add of a misnamed file: want exit 1:\n%s", r)
+	}
+}
+
+// TestDescribeFirewallMechanism: `describe firewall` names the mechanism this host
+// actually uses, the backend rows the plugin's own state action answers here (which
+// firewall that is depends on the machine, so the test compares the two), and a
+// plugin without such an action gets no mechanism line.
+func TestDescribeFirewallMechanism(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, "yuzu-plugin-firewall", tagsBin)
+	state := w.exec("firewall", "state")
+	var backends []string
+	for _, l := range strings.Split(state.stdout, "\n") {
+		if b, ok := strings.CutPrefix(l, "backend|"); ok && !slices.Contains(backends, b) {
+			backends = append(backends, b)
+		}
+	}
+	if state.code != 0 || len(backends) == 0 {
+		t.Fatalf("exec firewall state names no backend:\n%s", state)
+	}
+	d := runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "describe", "firewall")
+	want := "\nprotocol: 1\nmechanism: " + strings.Join(backends, " + ") + "\nactions:\n"
+	if d.code != 0 || !strings.Contains(d.stdout, want) {
+		t.Errorf("describe firewall: want %q in:\n%s", want, d)
+	}
+	if d := runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "describe", "tags"); d.code != 0 || strings.Contains(d.stdout, "mechanism:") {
+		t.Errorf("describe tags has a mechanism line:\n%s", d)
 	}
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/rows"
+
+	"github.com/yuzugo/yuzu/plugin-firewall/internal/trace"
 )
 
 // Identity, as upstream.
@@ -91,13 +93,13 @@ func osSupport() sdk.ActionOption {
 // state and rules always end with rc 0 and no typed status: how complete the answer
 // is travels in the rows themselves (unknown, ruleset|unknown, error and fallthrough
 // rows), as upstream's do.
-func (fp *firewallPlugin) state(ctx context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
-	write(out, fp.r.State(ctx))
+func (fp *firewallPlugin) state(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
+	write(out, fp.r.State(trace.With(ctx, req.Log)))
 	return sdk.Done(), nil
 }
 
-func (fp *firewallPlugin) rules(ctx context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
-	write(out, fp.r.Rules(ctx))
+func (fp *firewallPlugin) rules(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
+	write(out, fp.r.Rules(trace.With(ctx, req.Log)))
 	return sdk.Done(), nil
 }
 

@@ -125,7 +125,13 @@ func TestWindowsRemoteDriveGuard(t *testing.T) {
 func TestWindowsFirewallUnderWine(t *testing.T) {
 	needWine(t)
 	t.Parallel()
-	f := newWorld(t, firewallExe).startFleet(t, true)
+	w := newWorld(t, firewallExe)
+	// describe's mechanism line: Windows' state rows name profiles, not a backend, so
+	// it is the Windows leg's declared mechanism, marked as declared.
+	if d := w.agent("describe", "firewall"); d.code != 0 || !strings.Contains(d.stdout, "\nmechanism: inetfwpolicy2_com (declared; the answer names no backend)\nactions:\n") {
+		t.Errorf("describe firewall:\n%s", d)
+	}
+	f := w.startFleet(t, true)
 	var want strings.Builder
 	for _, p := range []string{"Domain", "Private", "Public"} {
 		want.WriteString("profile|" + p + "|unknown\nerror|firewall_enabled:" + p + ":0x80004001\n")

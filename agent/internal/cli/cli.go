@@ -20,8 +20,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/yuzugo/yuzu/agent/internal/agentconf"
 	"github.com/yuzugo/yuzu/agent/internal/limits"
 	"github.com/yuzugo/yuzu/agent/internal/output"
+	"github.com/yuzugo/yuzu/agent/internal/service"
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
@@ -57,7 +59,8 @@ commands:
   config show                          print every setting, its value and its source
   status                               ask the running agent (run) for its link, queue and plugins
   diagnostics [--out FILE]             write a tar.gz for support (docs/operations.md)
-  service install|uninstall|status     the systemd unit or launchd daemon that runs run
+  service install|uninstall|status     the systemd unit, launchd daemon or Windows service
+                                       that runs run
   version                              print the version
 
 flags (before or after the command; environment variable in brackets):
@@ -400,6 +403,65 @@ func parseTimeout(v string) (time.Duration, error) {
 
 // Main runs the command line and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
+	if !underSCM() {
+		return cliMain(args, stdout, stderr)
+	}
+	// Started by the Windows service control manager: nobody reads stderr, so what
+	// would go there (a bad configuration file, a usage error) goes to the service's
+	// default log file; and the SCM must hear from the process, or it waits for it to
+	// start and reports a timeout instead of its exit code.
+	stderr, closeErr := serviceStderr()
+	defer closeErr()
+	code := cliMain(args, stdout, stderr)
+	if !scmServed {
+		if _, err := runAsService(func(string, ...any) {}, func(context.Context) int { return code }); err != nil {
+			fmt.Fprintln(stderr, "yuzu-agent: as a service:", rows.Printable(err.Error()))
+		}
+	}
+	return code
+}
+
+// serviceStderr is where a service's stderr goes: appended to its default log file
+// (with the checks of --log-file), else nowhere. The file is opened at the first
+// write, which only a failure makes: a running agent logs through its own logger.
+func serviceStderr() (io.Writer, func()) {
+	w := &lazyLog{path: service.WindowsLogFile(agentconf.SystemDir(runtime.GOOS, os.Getenv))}
+	return w, w.close
+}
+
+type lazyLog struct {
+	path    string
+	mu      sync.Mutex
+	opened  bool
+	w       io.Writer
+	closeFn func()
+}
+
+func (l *lazyLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.opened {
+		l.opened = true
+		w, closeFn, err := openLogFile(config{logFile: l.path}, io.Discard)
+		if err == nil {
+			l.w, l.closeFn = w, closeFn
+		}
+	}
+	if l.w == nil {
+		return len(p), nil
+	}
+	return l.w.Write(p)
+}
+
+func (l *lazyLog) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closeFn != nil {
+		l.closeFn()
+	}
+}
+
+func cliMain(args []string, stdout, stderr io.Writer) int {
 	cfg, pos, err := parseArgs(args, os.Getenv)
 	if err != nil {
 		return usageExit(stderr, blame(cfg, err))
@@ -427,6 +489,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if cfg.dataDir == "" {
 		cfg.dataDir = defaultDataDir(runtime.GOOS, os.Getenv, system)
 	}
+	// Started by the Windows service control manager: stderr goes nowhere, so the
+	// log goes to the machine's log file unless the configuration names one.
+	asService := pos[0] == "run" && underSCM()
+	if asService && cfg.logFile == "" {
+		cfg.logFile = service.WindowsLogFile(agentconf.SystemDir(runtime.GOOS, os.Getenv))
+	}
 	logOut := stderr
 	if pos[0] == "run" {
 		out, closeLog, err := openLogFile(cfg, stderr)
@@ -448,7 +516,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 
 	// The shell owns its signals: SIGINT cancels the command it runs, not the shell.
 	ctx, stop := context.Background(), func() {}
-	if pos[0] != "shell" {
+	if pos[0] != "shell" && !asService {
 		ctx, stop = interruptible(log)
 	}
 	defer stop()
@@ -471,7 +539,24 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case "describe":
 		code, err = runDescribe(ctx, cfg, log, pos[1:], stdout, stderr)
 	case "run":
-		code, err = runFleet(ctx, cfg, log, pos[1:], stderr)
+		if !asService {
+			code, err = runFleet(ctx, cfg, log, pos[1:], stderr)
+			break
+		}
+		// The SCM's Stop and Shutdown take the place of SIGTERM.
+		code, err = runAsService(log.Info, func(ctx context.Context) int {
+			code, err := runFleet(ctx, cfg, log, pos[1:], stderr)
+			if err != nil {
+				// A usage error has no terminal to go to: the log says it.
+				log.Error("cannot run", "error", rows.Printable(err.Error()))
+				return exitUsage
+			}
+			return code
+		})
+		if err != nil {
+			fmt.Fprintln(stderr, "yuzu-agent: as a service:", rows.Printable(err.Error()))
+			return exitFail
+		}
 	case "shell":
 		code, err = runShell(cfg, log, pos[1:], os.Stdin, stdout, stderr)
 	case "config":

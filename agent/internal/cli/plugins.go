@@ -11,6 +11,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -144,8 +145,77 @@ func runDescribe(ctx context.Context, cfg config, log hclog.Logger, args []strin
 	if cfg.definitions {
 		return printDefinitions(stdout, stderr, m), nil
 	}
-	printManifest(stdout, m)
+	printManifest(stdout, m, hostMechanism(ctx, sup, m))
 	return exitOK, nil
+}
+
+// mechanismProbeTimeout bounds the action describe runs to name the mechanism (the
+// firewall plugin's walk is bounded by 20 s).
+const mechanismProbeTimeout = 30 * time.Second
+
+// mechanismAction is the action describe runs to learn which mechanism the host
+// actually uses, or "": an action `state` that declares a `backend` row and takes no
+// required parameter. The firewall plugin's state answers `backend|NAME` rows naming
+// the firewall that answered on this host (docs/firewall.md); the manifest's
+// mechanisms are only what each system's leg tries first.
+func mechanismAction(m host.Manifest) string {
+	for _, a := range m.Actions {
+		if a.Name != "state" {
+			continue
+		}
+		for i := range a.Params {
+			if a.Params[i].Required {
+				return ""
+			}
+		}
+		for _, r := range a.Rows {
+			if r.Kind == "backend" {
+				return a.Name
+			}
+		}
+	}
+	return ""
+}
+
+// hostMechanism runs the mechanism action and names the backends it answered with,
+// joined by " + " (nftables and the legacy iptables tables are read together); where
+// the answer names none (Windows, whose one mechanism is its firewall policy), the
+// declared mechanism of this system's leg; `unknown (why)` when the action failed.
+// "" when the plugin has no such action.
+func hostMechanism(ctx context.Context, sup *supervisor.Supervisor, m host.Manifest) string {
+	action := mechanismAction(m)
+	if action == "" {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, mechanismProbeTimeout)
+	defer cancel()
+	var backends []string
+	_, err := sup.Execute(ctx, supervisor.Request{ID: "describe-mechanism", Plugin: m.Name, Action: action, Timeout: mechanismProbeTimeout},
+		func(batch []string) error {
+			for _, r := range batch {
+				if name, ok := strings.CutPrefix(r, "backend|"); ok && !slices.Contains(backends, name) {
+					backends = append(backends, name)
+				}
+			}
+			return nil
+		})
+	if err != nil {
+		return "unknown (" + cell(err.Error()) + ")"
+	}
+	if len(backends) == 0 {
+		for _, a := range m.Actions {
+			if a.Name == action {
+				if leg := a.OS(runtime.GOOS); leg.Mechanism != "" {
+					return cell(leg.Mechanism) + " (declared; the answer names no backend)"
+				}
+			}
+		}
+		return "unknown (the answer names no backend)"
+	}
+	for i, b := range backends {
+		backends[i] = cell(b)
+	}
+	return strings.Join(backends, " + ")
 }
 
 // printDefinitions writes the definitions a plugin serves as one YAML stream, a
@@ -173,13 +243,17 @@ func printDefinitions(stdout, stderr io.Writer, m host.Manifest) int {
 
 // printManifest writes a plugin's manifest for people: identity, then per action its
 // support per OS, parameters with their rules, the rows it writes and its result
-// columns, then the definitions it ships.
-func printManifest(w io.Writer, m host.Manifest) {
+// columns, then the definitions it ships. mechanism, when not empty, is what the host
+// actually uses (hostMechanism).
+func printManifest(w io.Writer, m host.Manifest, mechanism string) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("name: %s\nversion: %s\ndescription: %s\nsdk_version: %s\nprotocol: %d\n",
 		cell(m.Name), cell(m.Version), cell(m.Description), cell(m.SDKVersion), m.Protocol)
 	if m.Vendor != "" {
 		p("vendor: %s\n", cell(m.Vendor))
+	}
+	if mechanism != "" {
+		p("mechanism: %s\n", mechanism)
 	}
 	p("actions:\n")
 	for _, a := range m.Actions {

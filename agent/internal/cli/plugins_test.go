@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/definition"
 	"github.com/yuzugo/yuzu/sdk/host"
 )
@@ -32,5 +33,26 @@ func TestShippingRules(t *testing.T) {
 	}
 	if p := shippingRules(m, defs[2:3], others); len(p) != 0 {
 		t.Errorf("a definition for this very agent version refused: %q", p)
+	}
+}
+
+// TestMechanismAction: describe runs only a parameterless (or optional-parameter)
+// `state` action that declares a `backend` row.
+func TestMechanismAction(t *testing.T) {
+	backend := []sdk.RowKind{{Kind: "backend"}}
+	for _, c := range []struct {
+		name    string
+		actions []sdk.Action
+		want    string
+	}{
+		{"firewall-like", []sdk.Action{{Name: "rules", Rows: backend}, {Name: "state", Rows: backend}}, "state"},
+		{"no backend row", []sdk.Action{{Name: "state", Rows: []sdk.RowKind{{Kind: "state"}}}}, ""},
+		{"another name", []sdk.Action{{Name: "status", Rows: backend}}, ""},
+		{"required parameter", []sdk.Action{{Name: "state", Rows: backend, Params: []sdk.Parameter{{Name: "zone", Required: true}}}}, ""},
+		{"optional parameter", []sdk.Action{{Name: "state", Rows: backend, Params: []sdk.Parameter{{Name: "zone"}}}}, "state"},
+	} {
+		if got := mechanismAction(host.Manifest{Actions: c.actions}); got != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
 	}
 }

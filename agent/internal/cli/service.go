@@ -40,13 +40,25 @@ func runService(ctx context.Context, cfg config, args []string, stdout, stderr i
 	if len(args) != 1 || (args[0] != "install" && args[0] != "uninstall" && args[0] != "status") {
 		return 0, usagef("service takes one of install, uninstall, status")
 	}
-	path, ok := serviceDefinitionPath[runtime.GOOS]
-	if !ok {
-		fmt.Fprintf(stderr, "yuzu-agent: service: not available on %s in this build (the Windows service is not written yet; docs/operations.md)\n", runtime.GOOS)
-		return exitFail, nil
-	}
 	fail := func(err error) (int, error) {
 		fmt.Fprintln(stderr, "yuzu-agent: service:", rows.Printable(err.Error()))
+		return exitFail, nil
+	}
+	if runtime.GOOS == "windows" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fail(err)
+		}
+		m, err := connectSCM()
+		if err != nil {
+			return fail(fmt.Errorf("the service control manager: %w", err))
+		}
+		defer m.Close()
+		return windowsService(ctx, m, args[0], exe, serviceConfigPath(cfg), stdout, stderr), nil
+	}
+	path, ok := serviceDefinitionPath[runtime.GOOS]
+	if !ok {
+		fmt.Fprintf(stderr, "yuzu-agent: service: not available on %s (systemd, launchd and the Windows service control manager are; docs/operations.md)\n", runtime.GOOS)
 		return exitFail, nil
 	}
 	systemd := runtime.GOOS == "linux"
@@ -57,11 +69,7 @@ func runService(ctx context.Context, cfg config, args []string, stdout, stderr i
 		if err != nil {
 			return fail(err)
 		}
-		conf := agentconf.DefaultPath(runtime.GOOS, os.Getenv)
-		if cfg.file != nil && cfg.file.path != "" {
-			conf = cfg.file.path
-		}
-		spec := service.Spec{Exe: exe, Config: conf}
+		spec := service.Spec{Exe: exe, Config: serviceConfigPath(cfg)}
 		var text string
 		if systemd {
 			text, err = service.SystemdUnit(spec)
@@ -117,4 +125,14 @@ func runService(ctx context.Context, cfg config, args []string, stdout, stderr i
 		}
 	}
 	return exitOK, nil
+}
+
+// serviceConfigPath is the configuration file a service reads: the one this command
+// read (--config, YUZU_CONFIG), else the system's default path, which need not exist
+// yet.
+func serviceConfigPath(cfg config) string {
+	if cfg.file != nil && cfg.file.path != "" {
+		return cfg.file.path
+	}
+	return agentconf.DefaultPath(runtime.GOOS, os.Getenv)
 }

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSystemdUnitVerifies has systemd-analyze verify check the unit as written, with
@@ -136,5 +137,29 @@ func TestLaunchdPlistParses(t *testing.T) {
 		if d[k] != v {
 			t.Errorf("%s = %q, want %q\n%s", k, d[k], v, p)
 		}
+	}
+}
+
+// TestWindowsServiceArgs checks what the SCM is given: the binary as it is and
+// `--config FILE run`, with a path the Windows command line must quote kept whole,
+// and the paths no definition can hold refused.
+func TestWindowsServiceArgs(t *testing.T) {
+	exe, args, err := WindowsService(Spec{Exe: `C:\Program Files\yuzu\yuzu-agent.exe`, Config: `C:\ProgramData\yuzu\agent.yaml`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exe != `C:\Program Files\yuzu\yuzu-agent.exe` || strings.Join(args, "|") != `--config|C:\ProgramData\yuzu\agent.yaml|run` {
+		t.Errorf("got %q %q", exe, args)
+	}
+	for _, bad := range []Spec{{Exe: "", Config: `C:\a.yaml`}, {Exe: `C:\a.exe`, Config: "C:\\a\n.yaml"}, {Exe: "C:\\a\x00.exe", Config: `C:\a.yaml`}} {
+		if _, _, err := WindowsService(bad); err == nil {
+			t.Errorf("WindowsService(%q) accepted", bad)
+		}
+	}
+	if got := WindowsLogFile(`C:\ProgramData\yuzu`); got != `C:\ProgramData\yuzu\logs\agent.log` {
+		t.Errorf("WindowsLogFile = %q", got)
+	}
+	if len(WindowsRestartDelays) == 0 || WindowsRestartDelays[0] <= 0 || WindowsResetPeriod < time.Hour {
+		t.Errorf("recovery %v reset %v", WindowsRestartDelays, WindowsResetPeriod)
 	}
 }

@@ -31,6 +31,8 @@ type FirewalldResult struct {
 	// Reachable is true when the bus answered getActiveZones; firewalld then owns the
 	// answer even if the rest of the conversation failed.
 	Reachable bool
+	// Why says, when not Reachable, what failed (for the debug log).
+	Why string
 	// Complete is true when the settings of every zone and policy listed were read.
 	Complete bool
 	// Zones are the zones in force, sorted by name: every active zone and the
@@ -68,13 +70,13 @@ func queryFirewalld(ctx context.Context, budget time.Duration, connect func(cont
 
 	bus, err := connect(ctx)
 	if err != nil {
-		return FirewalldResult{}
+		return FirewalldResult{Why: "no system bus: " + err.Error()}
 	}
 	defer func() { _ = bus.Close() }()
 
 	body, err := bus.Call(ctx, firewalldZones, "getActiveZones")
 	if err != nil {
-		return FirewalldResult{}
+		return FirewalldResult{Why: "getActiveZones: " + err.Error()}
 	}
 	res := FirewalldResult{Reachable: true}
 	names, ok := decodeActive(body)

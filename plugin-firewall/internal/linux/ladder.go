@@ -3,9 +3,11 @@ package linux
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/yuzugo/yuzu/plugin-firewall/internal/parse"
+	"github.com/yuzugo/yuzu/plugin-firewall/internal/trace"
 	"github.com/yuzugo/yuzu/sdk/rows"
 	"github.com/yuzugo/yuzu/sdk/subprocess"
 )
@@ -102,34 +104,99 @@ func (l *Ladder) Rules(ctx context.Context) []rows.Row { return l.walk(ctx, true
 func (l *Ladder) walk(ctx context.Context, rules bool) []rows.Row {
 	ctx, cancel := context.WithTimeout(ctx, l.Total)
 	defer cancel()
-
-	if fw := l.Firewalld(ctx); fw.Reachable {
-		return firewalldRows(fw, rules)
+	// Every rung tried is logged at debug with what it found, so that
+	// `--log-level debug` shows the whole detection path.
+	log := trace.From(ctx)
+	tried := func(backend, outcome string, args ...any) {
+		log.Debug("firewall backend tried", append([]any{"backend", backend, "outcome", outcome}, args...)...)
 	}
+	chose := func(out []rows.Row, why string) []rows.Row {
+		var names []string
+		for _, r := range out {
+			if r.Kind == "backend" && len(r.Fields) > 0 {
+				names = append(names, r.Fields[0])
+			}
+		}
+		log.Debug("firewall backend chosen", "backend", strings.Join(names, "+"), "why", why)
+		return out
+	}
+
+	fw := l.Firewalld(ctx)
+	if fw.Reachable {
+		tried("firewalld", "answers", "zones", len(fw.Zones), "policies", len(fw.Policies), "complete", fw.Complete)
+		return chose(firewalldRows(fw, rules), "firewalld runs and answers for the host")
+	}
+	tried("firewalld", "rejected: not reachable", "reason", fw.Why)
 
 	// Error rows are written the moment a read fails, so they stay whatever answers
 	// later: they say what could not be seen.
 	nft := l.Nftables(ctx)
 	out := append([]rows.Row(nil), nft.Diag...)
+	logNft(tried, nft)
 	if nft.Answered && nft.Tables > 0 {
 		k := kernel{nft: nft, legacy: l.Legacy(ctx)}
-		return append(append(out, k.legacy.Diag...), k.rows(rules)...)
+		logLegacy(tried, k.legacy)
+		tried("ufw", "not asked: nftables holds tables, so ufw's rules are among them")
+		return chose(append(append(out, k.legacy.Diag...), k.rows(rules)...), "the kernel's rule stores (nftables holds tables)")
 	}
 
 	u := l.ufw(ctx)
 	if u.answered && u.trusted && u.status == parse.Enabled {
-		return append(out, u.rows(rules, false)...)
+		tried("ufw", "answers: active", "rules", len(u.list))
+		tried("iptables", "not read: ufw is active and lists its rules")
+		return chose(append(out, u.rows(rules, false)...), "nftables holds no table and ufw is active")
+	}
+	if !u.answered {
+		tried("ufw", "rejected: did not answer", "reason", u.why)
+	} else {
+		tried("ufw", "says "+u.verdict()+"; believed only if the kernel holds nothing that filters", "trusted", u.trusted)
 	}
 	k := kernel{nft: nft, legacy: l.Legacy(ctx)}
+	logLegacy(tried, k.legacy)
 	if u.answered && !k.hasContent() {
 		// ufw's "off" stands when the kernel holds nothing that filters; when the
 		// kernel could not be read whole it becomes unknown.
-		return append(append(out, k.legacy.Diag...), u.rows(rules, !k.complete())...)
+		return chose(append(append(out, k.legacy.Diag...), u.rows(rules, !k.complete())...), "ufw answered and the kernel holds nothing that filters")
 	}
 	if u.answered {
 		out = append(out, rows.New("fallthrough", "ufw:"+u.verdict()))
 	}
-	return append(append(out, k.legacy.Diag...), k.rows(rules)...)
+	return chose(append(append(out, k.legacy.Diag...), k.rows(rules)...), "the kernel's rule stores")
+}
+
+// logNft says what the nftables read found.
+func logNft(tried func(string, string, ...any), nft NftResult) {
+	switch {
+	case nft.Absent:
+		tried("nftables", "rejected: the kernel has no nf_tables")
+	case nft.Answered && nft.Tables > 0:
+		tried("nftables", "answers", "tables", nft.Tables, "chains", len(nft.Chains), "rules", len(nft.Rules))
+	case nft.Answered:
+		tried("nftables", "read whole, no table")
+	default:
+		tried("nftables", "rejected: not read whole", "tables_seen", nft.TablesSeen, "failed", diagText(nft.Diag))
+	}
+}
+
+// logLegacy says what the read of the legacy iptables tables found.
+func logLegacy(tried func(string, string, ...any), legacy LegacyResult) {
+	switch {
+	case !legacy.Complete():
+		tried("iptables", "not read whole", "has_tables", legacy.HasTables(), "failed", diagText(legacy.Diag))
+	case legacy.HasTables():
+		tried("iptables", "answers: the legacy tables are read", "filters", legacy.HasContent())
+	default:
+		tried("iptables", "read whole, no legacy table")
+	}
+}
+
+// diagText joins error rows for a log field.
+func diagText(rs []rows.Row) string {
+	parts := make([]string, 0, len(rs))
+	for _, r := range rs {
+		parts = append(parts, strings.Join(append([]string{r.Kind}, r.Fields...), "|"))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // ufwAnswer is what `ufw status numbered` said.
@@ -142,12 +209,19 @@ type ufwAnswer struct {
 	trusted bool
 	status  parse.Status
 	list    []parse.UfwRule
+	// why says, when not answered, what failed (for the debug log).
+	why string
 }
 
 func (l *Ladder) ufw(ctx context.Context) ufwAnswer {
 	res, err := l.Run(ctx, subprocess.Spec{Argv: []string{l.UfwPath, "status", "numbered"}, Timeout: l.ToolTimeout})
-	if err != nil || !res.ToolRan || res.ExitCode != 0 {
-		return ufwAnswer{}
+	switch {
+	case err != nil:
+		return ufwAnswer{why: err.Error()}
+	case !res.ToolRan:
+		return ufwAnswer{why: l.UfwPath + " did not run: " + string(res.Reason)}
+	case res.ExitCode != 0:
+		return ufwAnswer{why: l.UfwPath + " exited " + strconv.Itoa(res.ExitCode)}
 	}
 	status := parse.ParseUfwStatus(res.Output)
 	return ufwAnswer{
