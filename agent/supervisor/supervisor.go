@@ -59,6 +59,19 @@ type Options struct {
 	// Disabled names plugins the configuration turns off: kept, refused, so that
 	// Status and a command for one say why.
 	Disabled map[string]bool
+	// IdleStop is how long a plugin's child may go with no command in flight before
+	// it is stopped (docs/agent.md "Lazy start and idle stop"), by plugin name, "*"
+	// for the plugins not named. A plugin with none, or 0, is never stopped for
+	// being idle.
+	IdleStop map[string]time.Duration
+}
+
+// idleStopFor is the idle stop of one plugin: its own, else "*", else never.
+func (o *Options) idleStopFor(name string) time.Duration {
+	if d, ok := o.IdleStop[name]; ok {
+		return d
+	}
+	return o.IdleStop["*"]
 }
 
 func (o *Options) defaults() {
@@ -237,6 +250,13 @@ type Status struct {
 	LastError string
 	Actions   []string
 	Pid       int // 0 when not running
+	// IdleStop is how long the plugin's child may have no command before it is
+	// stopped (0: never); IdleStops counts those stops, which are no failures.
+	IdleStop  time.Duration
+	IdleStops int
+	// StartTook is how long the last successful start took, from the binary's
+	// check to Configure: the latency a command meets when its plugin is idle.
+	StartTook time.Duration
 	// Boxed says the plugin's child runs in a box with resource limits: Limits
 	// are its limits and Usage what the current (or last) child uses and used.
 	Boxed  bool
