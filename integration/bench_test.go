@@ -45,7 +45,7 @@ func reportLatencies(b *testing.B, lat []time.Duration) {
 func BenchmarkWarmAction(b *testing.B) {
 	s := newSupervisor(b, supervisor.Options{}, tagsBin)
 	d := dispatch.New(s, dispatch.Options{})
-	req := supervisor.Request{Plugin: "tags", Action: "count", Timeout: 30 * time.Second}
+	req := supervisor.Request{Plugin: "tags", Command: host.Command{Action: "count"}, Timeout: 30 * time.Second}
 	ctx := context.Background()
 	call := func() {
 		rows := 0
@@ -138,7 +138,7 @@ func BenchmarkChildStart(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		res, err := s.Execute(context.Background(), supervisor.Request{Plugin: "tags", Action: "count", Timeout: 30 * time.Second}, func([]string) error { return nil })
+		res, err := s.Execute(context.Background(), supervisor.Request{Plugin: "tags", Command: host.Command{Action: "count"}, Timeout: 30 * time.Second}, func([]string) error { return nil })
 		s.Close()
 		if err != nil || res.Code != 0 {
 			b.Fatalf("tags count: %v %+v", err, res)
@@ -172,7 +172,7 @@ const relayRows = 100_000
 func BenchmarkRelay100k(b *testing.B) {
 	s := newSupervisor(b, supervisor.Options{}, sleeperBin)
 	runningPid(b, s, "sleeper")
-	req := supervisor.Request{Plugin: "sleeper", Action: "rows", Params: map[string]string{"n": strconv.Itoa(relayRows)}, Timeout: 60 * time.Second}
+	req := supervisor.Request{Plugin: "sleeper", Command: host.Command{Action: "rows", Params: map[string]string{"n": strconv.Itoa(relayRows)}}, Timeout: 60 * time.Second}
 	for b.Loop() {
 		rows := 0
 		res, err := s.Execute(context.Background(), req, func(r []string) error { rows += len(r); return nil })

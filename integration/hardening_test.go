@@ -30,6 +30,7 @@ import (
 
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/host"
 	"github.com/yuzugo/yuzu/sdk/safefile"
 )
 
@@ -1348,7 +1349,7 @@ func TestHostileRowsAndProvenance(t *testing.T) {
 		t.Parallel()
 		s := newSupervisor(t, supervisor.Options{}, hostileBin)
 		pid := runningPid(t, s, "hostile")
-		o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "hostile", Action: "forge", Timeout: 20 * time.Second})
+		o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "hostile", Command: host.Command{Action: "forge"}, Timeout: 20 * time.Second})
 		// The supervisor hands the text on as the plugin sent it (valid UTF-8, as the
 		// wire requires); escaping is the printer's job.
 		wantRows := []string{"bad|bad\uFFFD", "ctl|a\x1b[31mred\x00z\x7f\u009b."}
@@ -1372,7 +1373,7 @@ func TestHostileProvenanceNotUTF8(t *testing.T) {
 	w.expect("before|badprov\n[result_status] CONSTRAINED / PARTIAL / hostile:\uFFFD\n", 0, "hostile", "badprov")
 	s := newSupervisor(t, supervisor.Options{}, hostileBin)
 	pid := runningPid(t, s, "hostile")
-	o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "hostile", Action: "badprov", Timeout: 20 * time.Second})
+	o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "hostile", Command: host.Command{Action: "badprov"}, Timeout: 20 * time.Second})
 	if o.err != nil || o.res.Provenance != "hostile:\uFFFD" {
 		t.Errorf("badprov: want provenance %q: %s", "hostile:\uFFFD", o)
 	}

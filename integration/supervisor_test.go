@@ -19,6 +19,7 @@ import (
 	"github.com/yuzugo/yuzu/agent/dispatch"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/host"
 )
 
 // newSupervisor starts a supervisor over a fresh plugin dir holding the named plugins.
@@ -90,7 +91,7 @@ func mustOK(t testing.TB, s *supervisor.Supervisor, plugin, action string, param
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	o := execute(ctx, s.Execute, supervisor.Request{Plugin: plugin, Action: action, Params: params, Timeout: 20 * time.Second})
+	o := execute(ctx, s.Execute, supervisor.Request{Plugin: plugin, Command: host.Command{Action: action, Params: params}, Timeout: 20 * time.Second})
 	if o.err != nil || o.res.Code != 0 || strings.Join(o.rows, "\n") != strings.Join(rows, "\n") {
 		t.Fatalf("%s %s: want rows %q: %s", plugin, action, rows, o)
 	}
@@ -171,7 +172,7 @@ func TestSupervisorChildKilledMidCommand(t *testing.T) {
 	started := startMarker(t)
 	done := make(chan outcome, 1)
 	go func() {
-		done <- execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Action: "sleep_ctx", Params: map[string]string{"seconds": "30", "started": started}})
+		done <- execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Command: host.Command{Action: "sleep_ctx", Params: map[string]string{"seconds": "30", "started": started}}})
 	}()
 	waitStarted(t, started)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -200,7 +201,7 @@ func TestSupervisorCrashKeepsRows(t *testing.T) {
 	t.Parallel()
 	s := newSupervisor(t, supervisor.Options{}, crasherBin)
 	for _, action := range []string{"crash", "kill"} {
-		o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "crasher", Action: action, Timeout: 20 * time.Second})
+		o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "crasher", Command: host.Command{Action: action}, Timeout: 20 * time.Second})
 		var crashed *supervisor.CrashedError
 		want := map[string]string{
 			"crash": "plugin crashed: crasher exited during the command (exit status 3)",
@@ -225,10 +226,10 @@ func TestSupervisorTimeout(t *testing.T) {
 	started := startMarker(t)
 	bystander := make(chan outcome, 1)
 	go func() {
-		bystander <- execute(ctx, s.Execute, supervisor.Request{ID: "bystander", Plugin: "sleeper", Action: "sleep", Params: map[string]string{"seconds": "30", "started": started}})
+		bystander <- execute(ctx, s.Execute, supervisor.Request{Plugin: "sleeper", Command: host.Command{ID: "bystander", Action: "sleep", Params: map[string]string{"seconds": "30", "started": started}}})
 	}()
 	waitStarted(t, started)
-	o := execute(ctx, s.Execute, supervisor.Request{ID: "late", Plugin: "sleeper", Action: "sleep", Params: map[string]string{"seconds": "30"}, Timeout: time.Second})
+	o := execute(ctx, s.Execute, supervisor.Request{Plugin: "sleeper", Command: host.Command{ID: "late", Action: "sleep", Params: map[string]string{"seconds": "30"}}, Timeout: time.Second})
 	var timeout *supervisor.TimeoutError
 	if !errors.As(o.err, &timeout) || o.err.Error() != "plugin timed out after 1s" {
 		t.Errorf("want *TimeoutError \"plugin timed out after 1s\": %s", o)
@@ -251,14 +252,14 @@ func TestSupervisorRestartBudget(t *testing.T) {
 	t.Parallel()
 	s := newSupervisor(t, supervisor.Options{BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond}, crasherBin)
 	for i := 1; i <= 6; i++ {
-		o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "crasher", Action: "kill", Timeout: 20 * time.Second})
+		o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "crasher", Command: host.Command{Action: "kill"}, Timeout: 20 * time.Second})
 		var crashed *supervisor.CrashedError
 		if !errors.As(o.err, &crashed) {
 			t.Fatalf("crash %d: want *CrashedError: %s", i, o)
 		}
 	}
 	waitFor(t, 5*time.Second, "state failed", func() bool { return statusOf(t, s, "crasher").State == supervisor.StateFailed })
-	o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "crasher", Action: "ok", Timeout: 20 * time.Second})
+	o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "crasher", Command: host.Command{Action: "ok"}, Timeout: 20 * time.Second})
 	var failed *supervisor.FailedError
 	if !errors.As(o.err, &failed) || !strings.HasPrefix(o.err.Error(), "plugin crasher failed: restarted 5 times within 60s") {
 		t.Fatalf("want *FailedError right away: %s", o)
@@ -284,7 +285,7 @@ func TestSupervisorHealthPing(t *testing.T) {
 	started := startMarker(t)
 	inflight := make(chan outcome, 1)
 	go func() {
-		inflight <- execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Action: "sleep_ctx", Params: map[string]string{"seconds": "30", "started": started}})
+		inflight <- execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Command: host.Command{Action: "sleep_ctx", Params: map[string]string{"seconds": "30", "started": started}}})
 	}()
 	waitStarted(t, started)
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
@@ -339,7 +340,7 @@ func TestDispatchQueueFull(t *testing.T) {
 	ex := &blockingExecutor{sup: s, entered: make(chan string, 3)}
 	d := dispatch.New(ex, dispatch.Options{PerPlugin: 1, QueueSize: 1})
 	sleep := func(id string) supervisor.Request {
-		return supervisor.Request{ID: id, Plugin: "sleeper", Action: "sleep_ctx", Params: map[string]string{"seconds": "1.5"}, Timeout: 30 * time.Second}
+		return supervisor.Request{Plugin: "sleeper", Command: host.Command{ID: id, Action: "sleep_ctx", Params: map[string]string{"seconds": "1.5"}}, Timeout: 30 * time.Second}
 	}
 	results := make(chan outcome, 3)
 	go func() { results <- execute(context.Background(), d.Do, sleep("first")) }()
@@ -385,9 +386,9 @@ func TestDispatchConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req := supervisor.Request{ID: fmt.Sprint(i), Plugin: "sleeper", Action: "rows", Params: map[string]string{"n": fmt.Sprint(100 * (i + 1))}, Timeout: 60 * time.Second}
+			req := supervisor.Request{Plugin: "sleeper", Command: host.Command{ID: fmt.Sprint(i), Action: "rows", Params: map[string]string{"n": fmt.Sprint(100 * (i + 1))}}, Timeout: 60 * time.Second}
 			if i%2 == 1 {
-				req = supervisor.Request{ID: fmt.Sprint(i), Plugin: "tags", Action: "set", Params: map[string]string{"key": fmt.Sprint("k", i), "value": fmt.Sprint(i)}, Timeout: 60 * time.Second}
+				req = supervisor.Request{Plugin: "tags", Command: host.Command{ID: fmt.Sprint(i), Action: "set", Params: map[string]string{"key": fmt.Sprint("k", i), "value": fmt.Sprint(i)}}, Timeout: 60 * time.Second}
 			}
 			outs[i] = execute(context.Background(), d.Do, req)
 		}()
@@ -426,11 +427,11 @@ func TestSupervisorErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newSupervisor(t, supervisor.Options{PluginDir: dir})
-	o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "nope", Action: "x"})
+	o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "nope", Command: host.Command{Action: "x"}})
 	if !errors.Is(o.err, supervisor.ErrUnknownPlugin) || o.err.Error() != "plugin not found: nope" {
 		t.Errorf("unknown plugin: %s", o)
 	}
-	o = execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Action: "ok"})
+	o = execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Command: host.Command{Action: "ok"}})
 	var refused *supervisor.RefusedError
 	if !errors.As(o.err, &refused) || refused.Path != filepath.Join(dir, sleeperBin) ||
 		!strings.Contains(refused.Reason, "does not match plugins.sha256; if you trust this binary, run `yuzu-agent plugins add "+filepath.Join(dir, sleeperBin)+"`") {
@@ -463,7 +464,7 @@ func TestTagsLoadFailedUntilWrite(t *testing.T) {
 		{"get_all", nil, "tag|a|1,count|1", sdk.Done()},
 	}
 	for _, st := range steps {
-		o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "tags", Action: st.action, Params: st.params, Timeout: 20 * time.Second})
+		o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "tags", Command: host.Command{Action: st.action, Params: st.params}, Timeout: 20 * time.Second})
 		if o.err != nil || o.res != st.res || strings.Join(o.rows, ",") != st.rows {
 			t.Errorf("%s: want rows %q and %+v: %s", st.action, st.rows, st.res, o)
 		}
@@ -482,7 +483,7 @@ func TestSupervisorNoStrayChildren(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			// Not mustOK: t.Fatal may only be called from the test's goroutine.
-			o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Action: "ok", Timeout: 30 * time.Second})
+			o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Command: host.Command{Action: "ok"}, Timeout: 30 * time.Second})
 			if o.err != nil || strings.Join(o.rows, ",") != "ok|sleeper" {
 				t.Errorf("concurrent first command: %s", o)
 			}
@@ -500,7 +501,7 @@ func TestSupervisorNoStrayChildren(t *testing.T) {
 	if procs := processesOf(path); len(procs) != 0 {
 		t.Errorf("children left after Close: %v", procs)
 	}
-	o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Action: "ok"})
+	o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Command: host.Command{Action: "ok"}})
 	if o.err == nil {
 		t.Errorf("a command after Close ran: %s", o)
 	}
@@ -513,13 +514,13 @@ func TestSupervisorFailedPeriodEnds(t *testing.T) {
 	s := newSupervisor(t, supervisor.Options{BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond,
 		RestartBudget: 1, FailedFor: 1500 * time.Millisecond}, crasherBin)
 	for i := 1; i <= 2; i++ {
-		o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "crasher", Action: "kill", Timeout: 20 * time.Second})
+		o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "crasher", Command: host.Command{Action: "kill"}, Timeout: 20 * time.Second})
 		var crashed *supervisor.CrashedError
 		if !errors.As(o.err, &crashed) {
 			t.Fatalf("crash %d: want *CrashedError: %s", i, o)
 		}
 	}
-	o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "crasher", Action: "ok"})
+	o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "crasher", Command: host.Command{Action: "ok"}})
 	var failed *supervisor.FailedError
 	if !errors.As(o.err, &failed) || !strings.Contains(o.err.Error(), "restarted 1 times within 60s") {
 		t.Fatalf("want *FailedError: %s", o)
@@ -551,7 +552,7 @@ func TestSupervisorCancelledHungHandler(t *testing.T) {
 		}
 		cancel()
 	}()
-	o := execute(ctx, s.Execute, supervisor.Request{Plugin: "sleeper", Action: "sleep", Params: map[string]string{"seconds": "30", "started": started}, Timeout: time.Minute})
+	o := execute(ctx, s.Execute, supervisor.Request{Plugin: "sleeper", Command: host.Command{Action: "sleep", Params: map[string]string{"seconds": "30", "started": started}}, Timeout: time.Minute})
 	if !errors.Is(o.err, context.Canceled) {
 		t.Fatalf("want context.Canceled: %s", o)
 	}
@@ -560,7 +561,7 @@ func TestSupervisorCancelledHungHandler(t *testing.T) {
 	}
 	// Grace, then a kill and a restart; the bound allows for a loaded machine.
 	waitFor(t, 15*time.Second, "no sleep handler running", func() bool {
-		o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Action: "active", Timeout: 5 * time.Second})
+		o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Command: host.Command{Action: "active"}, Timeout: 5 * time.Second})
 		return o.err == nil && strings.Join(o.rows, ",") == "active|0"
 	})
 }
@@ -572,7 +573,7 @@ func TestSupervisorTimeoutMessageWithDeadlineOnly(t *testing.T) {
 	t.Parallel()
 	s := newSupervisor(t, supervisor.Options{Grace: 200 * time.Millisecond}, sleeperBin)
 	runningPid(t, s, "sleeper")
-	o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Action: "sleep", Params: map[string]string{"seconds": "30"}, Deadline: time.Now().Add(time.Second)})
+	o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Command: host.Command{Action: "sleep", Params: map[string]string{"seconds": "30"}, Deadline: time.Now().Add(time.Second)}})
 	var timeout *supervisor.TimeoutError
 	if !errors.As(o.err, &timeout) {
 		t.Fatalf("want *TimeoutError: %s", o)
@@ -590,7 +591,7 @@ func TestPluginLogsReachTheAgentLog(t *testing.T) {
 	logs := &lockedBuffer{}
 	log := hclog.New(&hclog.LoggerOptions{Name: "yuzu-agent", Level: hclog.Info, Output: logs, IndependentLevels: true})
 	s := newSupervisor(t, supervisor.Options{Logger: log, LogLevel: "info"}, crasherBin)
-	o := execute(context.Background(), s.Execute, supervisor.Request{ID: "cmd-7", Plugin: "crasher", Action: "log", Timeout: 20 * time.Second})
+	o := execute(context.Background(), s.Execute, supervisor.Request{Plugin: "crasher", Command: host.Command{ID: "cmd-7", Action: "log"}, Timeout: 20 * time.Second})
 	if o.err != nil || strings.Join(o.rows, ",") != "logged|yes" {
 		t.Fatalf("log action: %s", o)
 	}

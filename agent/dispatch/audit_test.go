@@ -11,6 +11,7 @@ import (
 
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/host"
 )
 
 // answer is an Executor that answers every command with res and err.
@@ -27,8 +28,7 @@ func (a answer) Execute(context.Context, supervisor.Request, func([]string) erro
 // name and its outcome; the values (which may be secrets) only at debug, and plugin
 // text cannot forge a second line.
 func TestAuditLine(t *testing.T) {
-	req := supervisor.Request{ID: "cmd-1\nforged", Plugin: "tags", Action: "set",
-		Params: map[string]string{"value": "s3cret", "key": "env"}}
+	req := supervisor.Request{Plugin: "tags", Command: host.Command{ID: "cmd-1\nforged", Action: "set", Params: map[string]string{"value": "s3cret", "key": "env"}}}
 	for _, c := range []struct {
 		name       string
 		level      hclog.Level

@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/yuzugo/yuzu/agent/internal/limits"
 	"github.com/yuzugo/yuzu/sdk"
-	"github.com/yuzugo/yuzu/sdk/host"
 )
 
 // State is where a plugin is in its life cycle.
@@ -83,42 +81,6 @@ type keeper struct {
 
 	mu   sync.Mutex
 	snap Status // written by run only, under mu; run may read it without mu
-}
-
-// child is a running child with the reason the agent ended it, if it did.
-type child struct {
-	Child
-	reason atomic.Pointer[string]
-}
-
-// setReason records why the agent is ending the child; the first reason wins.
-func (c *child) setReason(r string) { c.reason.CompareAndSwap(nil, &r) }
-
-func (c *child) why() string {
-	if r := c.reason.Load(); r != nil {
-		return *r
-	}
-	return ""
-}
-
-// boxed is a Child in a box with resource limits (the real launcher's).
-type boxed interface{ Box() *limits.Box }
-
-// box returns the child's box, nil when it has none.
-func (c *child) box() *limits.Box {
-	if b, ok := c.Child.(boxed); ok {
-		return b.Box()
-	}
-	return nil
-}
-
-// memoryKilled returns the memory limit the kernel killed the child at, 0 when it
-// did not.
-func (c *child) memoryKilled() int64 {
-	if b := c.box(); b.OOMKilled() {
-		return b.Limits().MemoryBytes
-	}
-	return 0
 }
 
 type acquired struct {
@@ -398,40 +360,6 @@ func (k *keeper) onStop(done chan struct{}) {
 	}
 }
 
-// ping checks the child every PingInterval; PingMisses missed answers in a row kill it,
-// and run then restarts it like any other death.
-func (k *keeper) ping(c *child) {
-	o := k.sup.opts
-	t := time.NewTicker(o.PingInterval)
-	defer t.Stop()
-	misses := 0
-	for {
-		select {
-		case <-c.Exited():
-			return
-		case <-t.C:
-		}
-		if err := c.Ping(o.PingInterval); err != nil {
-			misses++
-			k.logger().Warn("health ping failed", "misses", misses, "error", err)
-			if misses >= o.PingMisses {
-				k.kill(c, fmt.Sprintf("no answer to %d health pings", misses))
-				return
-			}
-		} else {
-			misses = 0
-		}
-	}
-}
-
-// kill ends the child at once with a recorded reason; run hears of the exit and
-// restarts the plugin.
-func (k *keeper) kill(c *child, reason string) {
-	c.setReason(reason)
-	k.logger().Warn("killing plugin", "pid", c.Pid(), "reason", reason)
-	c.Kill()
-}
-
 // acquire returns a running child, starting one when needed and waiting out a
 // scheduled restart.
 func (k *keeper) acquire(ctx context.Context) (*child, error) {
@@ -445,27 +373,6 @@ func (k *keeper) acquire(ctx context.Context) (*child, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-}
-
-// acquireBy is acquire bounded by a command's deadline (none when zero): a plugin that
-// is slow to start, or waiting out a restart, must not leave the command unanswered
-// past it.
-func (k *keeper) acquireBy(ctx context.Context, deadline time.Time, timeout time.Duration) (*child, error) {
-	if deadline.IsZero() {
-		return k.acquire(ctx)
-	}
-	wctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	c, err := k.acquire(wctx)
-	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
-		st := k.status()
-		what := fmt.Sprintf("plugin %s to start (%s", k.bin.Name, st.State)
-		if st.LastError != "" {
-			what += ": " + st.LastError
-		}
-		return nil, &WaitTimeoutError{Plugin: k.bin.Name, Deadline: timeout, For: what + ")"}
-	}
-	return c, err
 }
 
 // stop ends the running child gracefully and leaves the plugin stopped; it returns
@@ -525,81 +432,4 @@ func (k *keeper) status() Status {
 		st.Boxed, st.Limits, st.Usage = true, b.Limits(), b.Usage()
 	}
 	return st
-}
-
-// execute runs one command on a running child, enforcing its deadline: past the
-// deadline plus the grace period the child is killed. A command cancelled by its
-// caller gets the same grace to stop before the child is killed.
-func (k *keeper) execute(ctx context.Context, req Request, onRows func([]string) error) (sdk.Result, error) {
-	start := time.Now()
-	deadline := req.Deadline
-	if deadline.IsZero() && req.Timeout > 0 {
-		deadline = start.Add(req.Timeout)
-	}
-	timeout := req.Timeout
-	if timeout <= 0 && !deadline.IsZero() {
-		timeout = deadline.Sub(start)
-	}
-	c, err := k.acquireBy(ctx, deadline, timeout)
-	if err != nil {
-		return sdk.Result{}, err
-	}
-	grace := k.sup.opts.Grace
-	var timedOut atomic.Bool
-	if !deadline.IsZero() {
-		t := time.AfterFunc(time.Until(deadline)+grace, func() {
-			timedOut.Store(true)
-			c.setReason("stopped after another command timed out")
-			k.kill(c, fmt.Sprintf("command %s passed its deadline plus %s grace", commandLabel(req), Seconds(grace)))
-		})
-		defer t.Stop()
-	}
-	finished := make(chan struct{})
-	defer close(finished)
-	stopCancelWatch := context.AfterFunc(ctx, func() {
-		t := time.NewTimer(grace)
-		defer t.Stop()
-		select {
-		case <-finished:
-		case <-t.C:
-			c.setReason("stopped after another command was cancelled and did not stop")
-			k.kill(c, fmt.Sprintf("command %s did not stop within %s of its cancellation", commandLabel(req), Seconds(grace)))
-		}
-	})
-	defer stopCancelWatch()
-
-	res, err := c.Execute(ctx, host.Command{ID: req.ID, Action: req.Action, Params: req.Params, Deadline: deadline, OnProgress: req.OnProgress}, onRows)
-	if err == nil {
-		return res, nil
-	}
-	if timedOut.Load() {
-		return sdk.Result{}, &TimeoutError{Plugin: k.bin.Name, Deadline: timeout}
-	}
-	if ctx.Err() != nil {
-		return sdk.Result{}, ctx.Err()
-	}
-	// The stream broke: wait for the process to be seen gone, then say how it ended.
-	select {
-	case <-c.Exited():
-		detail := c.why()
-		if detail == "" {
-			detail = k.bin.Name + " exited during the command (" + c.ExitStatus() + ")"
-		}
-		if limit := c.memoryKilled(); limit > 0 {
-			return sdk.Result{}, &CrashedError{Plugin: k.bin.Name, Detail: detail, MemoryLimit: limit}
-		}
-		return sdk.Result{}, &CrashedError{Plugin: k.bin.Name, Detail: detail}
-	case <-time.After(2 * time.Second):
-	}
-	// Still alive but the stream failed: the protocol is broken; do not trust the child.
-	k.kill(c, "stream failed: "+err.Error())
-	return sdk.Result{}, &CrashedError{Plugin: k.bin.Name, Detail: "lost the command stream: " + err.Error()}
-}
-
-// commandLabel names a command in a log line: its action, and its id when it has one.
-func commandLabel(req Request) string {
-	if req.ID == "" {
-		return req.Action
-	}
-	return fmt.Sprintf("%s (id %q)", req.Action, req.ID)
 }

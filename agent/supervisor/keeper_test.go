@@ -195,7 +195,7 @@ func newTestSupervisor(t *testing.T, l *fakeLauncher, opts Options) *Supervisor 
 func run(s *Supervisor, action, id string, timeout time.Duration) (string, sdk.Result, error) {
 	var rows []string
 	var mu sync.Mutex
-	res, err := s.Execute(context.Background(), Request{ID: id, Plugin: "fake", Action: action, Timeout: timeout}, func(b []string) error {
+	res, err := s.Execute(context.Background(), Request{Plugin: "fake", Command: host.Command{ID: id, Action: action}, Timeout: timeout}, func(b []string) error {
 		mu.Lock()
 		defer mu.Unlock()
 		rows = append(rows, b...)
@@ -447,7 +447,7 @@ func TestKeeperCancellation(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	_, err := s.Execute(ctx, Request{Plugin: "fake", Action: "hang"}, func([]string) error { return nil })
+	_, err := s.Execute(ctx, Request{Plugin: "fake", Command: host.Command{Action: "hang"}}, func([]string) error { return nil })
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("hang: %v", err)
 	}
@@ -457,7 +457,7 @@ func TestKeeperCancellation(t *testing.T) {
 	}
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel2()
-	_, err = s.Execute(ctx2, Request{Plugin: "fake", Action: "stuck"}, func([]string) error { return nil })
+	_, err = s.Execute(ctx2, Request{Plugin: "fake", Command: host.Command{Action: "stuck"}}, func([]string) error { return nil })
 	if err == nil {
 		t.Fatal("stuck: no error")
 	}

@@ -7,8 +7,11 @@
 // Two parts: a Launcher verifies and starts a child (pluginLauncher does it for real),
 // and one keeper per plugin owns that plugin's state machine (stopped, starting,
 // running, backoff, failed, refused) in a single goroutine that reacts to events.
-// Every transition is logged with its reason, pushed to subscribers and shows in
-// Status. See docs/agent.md in the repository for the rules and their reasons.
+// Every transition is logged with its reason, pushed to subscribers (Subscribe; the
+// shell shows crashes and restarts with it) and shows in Status. The keeper's state
+// machine is in keeper.go; running one command on a live child (deadline, grace,
+// cancellation, telling a crash from a broken stream) in execute.go; the health ping
+// in health.go. See docs/agent.md in the repository for the rules and their reasons.
 package supervisor
 
 import (
@@ -147,19 +150,16 @@ func New(opts Options) (*Supervisor, error) {
 	return s, nil
 }
 
-// Request is one command for a plugin.
+// Request is one command for a plugin: the command the plugin runs (host.Command:
+// its id, action, parameters, deadline and progress callback) with what only the agent
+// needs, which plugin runs it and the run time it is allowed.
 type Request struct {
-	ID     string
 	Plugin string
-	Action string
-	Params map[string]string
-	// Timeout is the command's allowed run time; Deadline, when set, is when it ends
-	// (the submitter may have queued it for part of Timeout).
-	Timeout  time.Duration
-	Deadline time.Time
-	// OnProgress, when set, receives the action's progress reports (see
-	// host.Command.OnProgress).
-	OnProgress func(done, total uint64, unit string)
+	host.Command
+	// Timeout is the command's allowed run time. Command.Deadline, when set, is when
+	// it ends (the submitter may have queued it for part of Timeout); when zero the
+	// deadline is Timeout from the start of Execute.
+	Timeout time.Duration
 }
 
 func (s *Supervisor) keeper(name string) (*keeper, error) {

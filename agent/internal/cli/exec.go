@@ -21,6 +21,7 @@ import (
 	"github.com/yuzugo/yuzu/definitions"
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/definition"
+	"github.com/yuzugo/yuzu/sdk/host"
 	"github.com/yuzugo/yuzu/sdk/rows"
 	"github.com/yuzugo/yuzu/sdk/safefile"
 )
@@ -226,8 +227,7 @@ func runCommand(ctx context.Context, cfg config, sup *supervisor.Supervisor, d *
 	}
 	req := supervisor.Request{
 		Plugin:  t.plugin,
-		Action:  t.action,
-		Params:  t.params,
+		Command: host.Command{Action: t.action, Params: t.params},
 		Timeout: cfg.timeout,
 	}
 	if cfg.output != output.Capture {

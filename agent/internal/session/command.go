@@ -20,6 +20,7 @@ import (
 	"github.com/yuzugo/yuzu/agent/internal/stacks"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/host"
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
@@ -341,13 +342,15 @@ func (s *Session) run(c *command) {
 	done := make(chan outcome, 1)
 	go func() {
 		res, err := s.disp.Do(s.cmdCtx, supervisor.Request{
-			ID:         c.id,
-			Plugin:     req.GetPlugin(),
-			Action:     req.GetAction(),
-			Params:     req.GetParameters(),
-			Timeout:    s.o.Timeout,
-			Deadline:   deadline,
-			OnProgress: rel.progress,
+			Plugin: req.GetPlugin(),
+			Command: host.Command{
+				ID:         c.id,
+				Action:     req.GetAction(),
+				Params:     req.GetParameters(),
+				Deadline:   deadline,
+				OnProgress: rel.progress,
+			},
+			Timeout: s.o.Timeout,
 		}, rel.rows)
 		done <- outcome{res, err}
 	}()

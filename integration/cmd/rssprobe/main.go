@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/yuzugo/yuzu/agent/supervisor"
+	"github.com/yuzugo/yuzu/sdk/host"
 )
 
 func main() {
@@ -42,7 +43,7 @@ func probe(pluginDir, dataDir, plugin, action string, idle time.Duration) error 
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := s.Execute(ctx, supervisor.Request{Plugin: plugin, Action: action, Timeout: 30 * time.Second}, func([]string) error { return nil })
+	res, err := s.Execute(ctx, supervisor.Request{Plugin: plugin, Command: host.Command{Action: action}, Timeout: 30 * time.Second}, func([]string) error { return nil })
 	if err != nil {
 		return err
 	}
