@@ -36,7 +36,6 @@ type idleState struct {
 	stops    int
 	launched time.Time     // when the start under way began
 	took     time.Duration // how long the last successful start took
-	manifest host.Manifest // the last child's, kept while no child runs
 }
 
 // The events of lazy start and idle stop.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/host"
 )
 
 // gatedStopLauncher makes children whose graceful Stop waits until gate is closed, as
@@ -36,6 +37,16 @@ func (l *gatedStopLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config
 		return nil, err
 	}
 	return gatedChild{c.(*fakeChild), l}, nil
+}
+
+// waitStopCall waits for the first graceful Stop of an idle child.
+func waitStopCall(t *testing.T, l *gatedStopLauncher) {
+	t.Helper()
+	select {
+	case <-l.stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no idle stop within 5 s")
+	}
 }
 
 func idleOpts(d time.Duration) Options {
@@ -124,7 +135,7 @@ func TestIdleWaitsForCommandsInFlight(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.Execute(ctx, Request{Plugin: "fake", Action: "hang", Timeout: 10 * time.Second}, func([]string) error { return nil })
+		_, err := s.Execute(ctx, Request{Plugin: "fake", Command: host.Command{Action: "hang"}, Timeout: 10 * time.Second}, func([]string) error { return nil })
 		done <- err
 	}()
 	waitState(t, s, StateRunning)
@@ -150,7 +161,7 @@ func TestIdleCommandDuringTheStop(t *testing.T) {
 	if _, _, err := run(s, "ok", "", time.Second); err != nil {
 		t.Fatal(err)
 	}
-	<-l.stopped
+	waitStopCall(t, l)
 	waitState(t, s, StateIdle)
 	type answer struct {
 		rows string
@@ -238,7 +249,7 @@ func TestIdleCloseDuringTheStop(t *testing.T) {
 	if _, _, err := run(s, "ok", "", time.Second); err != nil {
 		t.Fatal(err)
 	}
-	<-l.stopped
+	waitStopCall(t, l)
 	closed := make(chan struct{})
 	go func() { s.Close(); close(closed) }()
 	time.AfterFunc(50*time.Millisecond, func() { close(l.gate) })

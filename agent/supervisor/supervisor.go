@@ -191,16 +191,21 @@ func (s *Supervisor) Execute(ctx context.Context, req Request, onRows func([]str
 	return k.execute(ctx, req, onRows)
 }
 
-// Describe returns the manifest of a plugin, starting it if needed.
+// Describe returns the manifest of a plugin: while it runs or is idle, the one its
+// last child gave (an idle plugin is not started to be described); else it starts it.
 func (s *Supervisor) Describe(ctx context.Context, plugin string) (host.Manifest, error) {
 	k, err := s.keeper(plugin)
 	if err != nil {
 		return host.Manifest{}, err
 	}
+	if m, ok := k.known(); ok {
+		return m, nil
+	}
 	c, err := k.acquire(ctx)
 	if err != nil {
 		return host.Manifest{}, err
 	}
+	defer k.release(c)
 	return c.Manifest(), nil
 }
 
@@ -212,7 +217,9 @@ func (s *Supervisor) Start(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _ = k.acquire(ctx)
+			if c, err := k.acquire(ctx); err == nil {
+				k.release(c)
+			}
 		}()
 	}
 	wg.Wait()
