@@ -347,13 +347,18 @@ func (m *Metrics) stateFamilies() []family {
 		}
 		return b
 	}}
-	return []family{
+	out := []family{
 		state,
 		perPlugin("yuzu_agent_plugin_idle_stops_total", "Plugin children stopped after their idle period (no failure; the next command starts one).", "counter",
 			func(st *supervisor.Status) (float64, bool) { return float64(st.IdleStops), true }),
-		perPlugin("yuzu_agent_plugin_start_seconds", "How long a plugin's last start took, from the binary's check to Configure: the wait of a command for an idle plugin.", "gauge",
-			func(st *supervisor.Status) (float64, bool) { return st.StartTook.Seconds(), st.StartTook > 0 }),
 	}
+	// Only plugins that have started have a start time; a family without samples is
+	// left out.
+	if slices.ContainsFunc(sts, func(st supervisor.Status) bool { return st.StartTook > 0 }) {
+		out = append(out, perPlugin("yuzu_agent_plugin_start_seconds", "How long a plugin's last start took, from the binary's check to Configure: the wait of a command for an idle plugin.", "gauge",
+			func(st *supervisor.Status) (float64, bool) { return st.StartTook.Seconds(), st.StartTook > 0 }))
+	}
+	return out
 }
 
 // appendSingle appends a family of one series without labels.
