@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -44,9 +45,9 @@ func BenchmarkIdleRun(b *testing.B) {
 		time.Sleep(3 * time.Second) // past the start's garbage
 		warmMiB, warmChildren = treeRSSMiB(b, a.cmd.Process.Pid)
 		ctx := testCtx(b, 5*time.Minute)
-		for range samples {
+		for i := range samples {
 			start := time.Now()
-			r := f.do(b, ctx, command("", "tags", "count"))
+			r := f.do(b, ctx, command(fmt.Sprintf("warm%d", i), "tags", "count"))
 			warmMs = append(warmMs, float64(time.Since(start).Microseconds())/1000)
 			if r.Terminal.GetStatus() != success {
 				b.Fatalf("warm tags count: %+v", r)
@@ -59,10 +60,10 @@ func BenchmarkIdleRun(b *testing.B) {
 		a = f.agent("--idle-stop", "1s")
 		time.Sleep(3 * time.Second)
 		lazyMiB, lazyChildren = treeRSSMiB(b, a.cmd.Process.Pid)
-		for range samples {
+		for i := range samples {
 			waitIdle(b, f, "tags")
 			start := time.Now()
-			r := f.do(b, ctx, command("", "tags", "count"))
+			r := f.do(b, ctx, command(fmt.Sprintf("lazy%d", i), "tags", "count"))
 			lazyMs = append(lazyMs, float64(time.Since(start).Microseconds())/1000)
 			if r.Terminal.GetStatus() != success {
 				b.Fatalf("lazy tags count: %+v", r)
