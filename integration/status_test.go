@@ -39,9 +39,10 @@ func TestStatusOfARunningAgent(t *testing.T) {
 		`(?m)^queue: +0 commands waiting or running$`,
 		`(?m)^PLUGIN +VERSION +STATE +PID +RESTARTS +LAST ERROR +MEMORY PEAK/LIMIT +TASKS PEAK/LIMIT +CPU LIMIT$`,
 		// Idle: run learnt their actions at start and stopped them (the default
-		// --idle-stop); a command starts them again.
-		`(?m)^sleeper +\S+ +idle +- +0 +- +`,
-		`(?m)^tags +\S+ +idle +- +0 +- +`,
+		// --idle-stop); a command starts them again. The pid shows until the
+		// stopping child has exited.
+		`(?m)^sleeper +\S+ +idle +(-|\d+) +0 +- +`,
+		`(?m)^tags +\S+ +idle +(-|\d+) +0 +- +`,
 	} {
 		if !regexp.MustCompile(want).MatchString(r.stdout) {
 			t.Errorf("status lacks %s:\n%s", want, r.stdout)
