@@ -6,7 +6,8 @@
 //
 // Two parts: a Launcher verifies and starts a child (pluginLauncher does it for real),
 // and one keeper per plugin owns that plugin's state machine (stopped, starting,
-// running, backoff, failed, refused) in a single goroutine that reacts to events.
+// running, idle, backoff, failed, refused) in a single goroutine that reacts to events;
+// lazy start and idle stop are in idle.go.
 // Every transition is logged with its reason, pushed to subscribers (Subscribe; the
 // shell shows crashes and restarts with it) and shows in Status. The keeper's state
 // machine is in keeper.go; running one command on a live child (deadline, grace,
