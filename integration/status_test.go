@@ -38,8 +38,11 @@ func TestStatusOfARunningAgent(t *testing.T) {
 		`(?m)^server: +` + regexp.QuoteMeta(f.srv.Addr()) + `, connected, \d+ reconnects$`,
 		`(?m)^queue: +0 commands waiting or running$`,
 		`(?m)^PLUGIN +VERSION +STATE +PID +RESTARTS +LAST ERROR +MEMORY PEAK/LIMIT +TASKS PEAK/LIMIT +CPU LIMIT$`,
-		`(?m)^sleeper +\S+ +running +\d+ +0 +- +`,
-		`(?m)^tags +\S+ +running +\d+ +0 +- +`,
+		// Idle: run learnt their actions at start and stopped them (the default
+		// --idle-stop); a command starts them again. The pid shows until the
+		// stopping child has exited.
+		`(?m)^sleeper +\S+ +idle +(-|\d+) +0 +- +`,
+		`(?m)^tags +\S+ +idle +(-|\d+) +0 +- +`,
 	} {
 		if !regexp.MustCompile(want).MatchString(r.stdout) {
 			t.Errorf("status lacks %s:\n%s", want, r.stdout)

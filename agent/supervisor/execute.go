@@ -54,6 +54,7 @@ func (k *keeper) execute(ctx context.Context, req Request, onRows func([]string)
 	if err != nil {
 		return sdk.Result{}, err
 	}
+	defer k.release(c) // the idle period starts when the last command is done
 	grace := k.sup.opts.Grace
 	var timedOut atomic.Bool
 	if !deadline.IsZero() {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/yuzugo/yuzu/agent/internal/limits"
 	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/host"
 )
 
 // State is where a plugin is in its life cycle.
@@ -33,7 +34,8 @@ const (
 var transitions = map[State][]State{
 	StateStopped:  {StateStarting},
 	StateStarting: {StateRunning, StateBackoff, StateFailed, StateRefused, StateStopped},
-	StateRunning:  {StateBackoff, StateFailed, StateStopped},
+	StateRunning:  {StateBackoff, StateFailed, StateStopped, StateIdle},
+	StateIdle:     {StateStarting, StateStopped},
 	StateBackoff:  {StateStarting, StateStopped},
 	StateFailed:   {StateStarting, StateStopped},
 	StateRefused:  nil,
@@ -78,9 +80,13 @@ type keeper struct {
 	stopping    []chan struct{} // Close calls waiting for the child to go
 	snapChild   *child          // the child whose manifest snap.Version and snap.Actions hold
 	lastBox     *limits.Box     // the current or last child's box; as snap
+	idle        idleState       // lazy start and idle stop (idle.go)
 
 	mu   sync.Mutex
 	snap Status // written by run only, under mu; run may read it without mu
+	// snapManifest is snapChild's whole manifest, under mu like snap: what Describe
+	// answers while no child runs.
+	snapManifest host.Manifest
 }
 
 type acquired struct {
@@ -104,6 +110,7 @@ type (
 
 func newKeeper(s *Supervisor, b Binary, refused error) *keeper {
 	k := &keeper{sup: s, bin: b, events: make(chan any, 16), quit: make(chan struct{}), state: StateStopped}
+	k.idle.after = s.opts.idleStopFor(b.Name)
 	if refused != nil {
 		k.state, k.refused, k.lastErr = StateRefused, refused, refused.Error()
 	}
@@ -140,6 +147,8 @@ func (k *keeper) run() {
 			}
 		case evStop:
 			k.onStop(e.done)
+		default:
+			k.onIdleEvent(ev)
 		}
 		k.snapshot()
 		if k.finished() {
@@ -205,9 +214,12 @@ func (k *keeper) onAcquire(reply chan<- acquired) {
 				k.waiters = append(k.waiters, reply)
 				return
 			}
+			k.use()
 			reply <- acquired{c: k.child}
 		}
 		return
+	case StateIdle:
+		k.acquireIdle(reply)
 	case StateFailed:
 		if time.Now().Before(k.failedUntil) {
 			reply <- acquired{err: &FailedError{Plugin: k.bin.Name, Reason: k.lastErr, Until: k.failedUntil}}
@@ -230,6 +242,7 @@ func (k *keeper) launch(reason string) {
 		return
 	}
 	k.launching = true
+	k.idle.launched = time.Now()
 	k.transition(StateStarting, reason)
 	o := k.sup.opts
 	cfg := sdk.Config{AgentID: o.AgentID, AgentVersion: o.AgentVersion, DataDir: o.DataDir, LogLevel: o.LogLevel}
@@ -276,15 +289,20 @@ func (k *keeper) onLaunched(c Child, err error, slow bool) {
 		return
 	}
 	k.child = &child{Child: c}
+	k.idle.inUse, k.idle.took = 0, time.Since(k.idle.launched)
 	k.transition(StateRunning, fmt.Sprintf("pid %d", c.Pid()))
 	k.watch(k.child)
 	go k.ping(k.child)
 	k.answer(acquired{c: k.child})
+	k.armIdle() // when no command was waiting for this start
 }
 
 // answer replies to every command waiting for a child.
 func (k *keeper) answer(a acquired) {
 	for _, w := range k.waiters {
+		if a.c != nil {
+			k.use()
+		}
 		w <- a
 	}
 	k.waiters = nil
@@ -312,6 +330,9 @@ func (k *keeper) onExited(c *child) {
 	if len(k.stopping) > 0 {
 		k.transition(StateStopped, reason)
 		return
+	}
+	if k.idleExited(c) {
+		return // the agent's own stop: no failure
 	}
 	k.failure(reason)
 }
@@ -348,8 +369,11 @@ func (k *keeper) onStop(done chan struct{}) {
 	if k.backoff != nil {
 		k.backoff.Stop()
 	}
+	k.cancelIdle()
 	k.answer(acquired{err: errShuttingDown})
 	switch {
+	case k.child != nil && k.child == k.idle.child:
+		// Already being stopped for idleness; its exit ends the stop.
 	case k.child != nil:
 		k.child.setReason("agent stopped the plugin")
 		go k.child.Stop(k.sup.opts.StopGrace)
@@ -371,6 +395,15 @@ func (k *keeper) acquire(ctx context.Context) (*child, error) {
 	case a := <-reply:
 		return a.c, a.err
 	case <-ctx.Done():
+		// A child handed over after the caller gave up must still be released, or
+		// the plugin would never go idle.
+		go func() {
+			select {
+			case a := <-reply:
+				k.release(a.c)
+			case <-k.quit:
+			}
+		}()
 		return nil, ctx.Err()
 	}
 }
@@ -414,8 +447,12 @@ func (k *keeper) snapshot() {
 				st.Actions = append(st.Actions, a.Name)
 			}
 			k.snapChild = k.child
+			k.mu.Lock()
+			k.snapManifest = m
+			k.mu.Unlock()
 		}
 	}
+	st.IdleStop, st.IdleStops, st.StartTook = k.idle.after, k.idle.stops, k.idle.took
 	k.mu.Lock()
 	k.snap = st
 	k.lastBox = box

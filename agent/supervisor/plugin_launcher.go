@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"time"
 
@@ -71,10 +72,14 @@ func (l *pluginLauncher) goPluginLog() hclog.Logger {
 }
 
 func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (Child, error) {
+	// The time of each step, logged at debug once the child is up: the cold-exec
+	// benchmark (scripts/bench-cold-exec.sh) reports their shares from this line.
+	t0 := time.Now()
 	img, err := openImage(b)
 	if err != nil {
 		return nil, err
 	}
+	tHash := time.Now()
 	pr := &procRunner{name: b.Path, img: img, log: l.log.Named(b.Name)}
 	if pr.box, err = l.boxes.Box(b.Name, l.limits.For(b.Name)); err != nil {
 		// Today's behaviour rather than no plugin: the log says so.
@@ -91,6 +96,7 @@ func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (
 		pr.box.StartFailed()
 		return nil, &StartError{Plugin: b.Name, Err: fmt.Errorf("mutual TLS: %w", err)}
 	}
+	tTLS := time.Now()
 	cc.Logger = l.goPluginLog()
 	// go-plugin's own stderr reader only ever sees the empty stream procRunner gives
 	// it (the agent relays stderr itself): a minimal buffer instead of its 64 KiB.
@@ -123,6 +129,7 @@ func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (
 		}
 		return nil, &StartError{Plugin: b.Name, Err: err}
 	}
+	tStart := time.Now()
 	c := &pluginChild{client: client, runner: pr}
 	fail := func(err error) (Child, error) {
 		_ = pr.Kill(context.Background())
@@ -135,6 +142,7 @@ func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (
 	if c.manifest, err = c.rpc.Describe(ctx); err != nil {
 		return fail(fmt.Errorf("describe: %w", err))
 	}
+	tDescribe := time.Now()
 	c.manifest.Protocol = client.NegotiatedVersion()
 	if c.manifest.Name != b.Name {
 		return fail(fmt.Errorf("binary %s says its name is %q", b.Path, c.manifest.Name))
@@ -142,7 +150,19 @@ func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (
 	if err := c.rpc.Configure(ctx, cfg); err != nil {
 		return fail(fmt.Errorf("configure: %w", err))
 	}
+	if pr.log.IsDebug() {
+		end := time.Now()
+		pr.log.Debug("plugin launch steps", "pid", c.Pid(),
+			"hash_ms", ms(tHash.Sub(t0)), "tls_ms", ms(tTLS.Sub(tHash)), "start_ms", ms(tStart.Sub(tTLS)),
+			"describe_ms", ms(tDescribe.Sub(tStart)), "configure_ms", ms(end.Sub(tDescribe)), "total_ms", ms(end.Sub(t0)))
+	}
 	return c, nil
+}
+
+// ms writes a duration in milliseconds with microsecond precision, for the launch
+// steps line.
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 3, 64)
 }
 
 // lockedStart starts the child while holding the launcher's lock (see pluginLauncher.mu).

@@ -6,7 +6,8 @@
 //
 // Two parts: a Launcher verifies and starts a child (pluginLauncher does it for real),
 // and one keeper per plugin owns that plugin's state machine (stopped, starting,
-// running, backoff, failed, refused) in a single goroutine that reacts to events.
+// running, idle, backoff, failed, refused) in a single goroutine that reacts to events;
+// lazy start and idle stop are in idle.go.
 // Every transition is logged with its reason, pushed to subscribers (Subscribe; the
 // shell shows crashes and restarts with it) and shows in Status. The keeper's state
 // machine is in keeper.go; running one command on a live child (deadline, grace,
@@ -62,6 +63,19 @@ type Options struct {
 	// Disabled names plugins the configuration turns off: kept, refused, so that
 	// Status and a command for one say why.
 	Disabled map[string]bool
+	// IdleStop is how long a plugin's child may go with no command in flight before
+	// it is stopped (docs/agent.md "Lazy start and idle stop"), by plugin name, "*"
+	// for the plugins not named. A plugin with none, or 0, is never stopped for
+	// being idle.
+	IdleStop map[string]time.Duration
+}
+
+// idleStopFor is the idle stop of one plugin: its own, else "*", else never.
+func (o *Options) idleStopFor(name string) time.Duration {
+	if d, ok := o.IdleStop[name]; ok {
+		return d
+	}
+	return o.IdleStop["*"]
 }
 
 func (o *Options) defaults() {
@@ -178,16 +192,21 @@ func (s *Supervisor) Execute(ctx context.Context, req Request, onRows func([]str
 	return k.execute(ctx, req, onRows)
 }
 
-// Describe returns the manifest of a plugin, starting it if needed.
+// Describe returns the manifest of a plugin: while it runs or is idle, the one its
+// last child gave (an idle plugin is not started to be described); else it starts it.
 func (s *Supervisor) Describe(ctx context.Context, plugin string) (host.Manifest, error) {
 	k, err := s.keeper(plugin)
 	if err != nil {
 		return host.Manifest{}, err
 	}
+	if m, ok := k.known(); ok {
+		return m, nil
+	}
 	c, err := k.acquire(ctx)
 	if err != nil {
 		return host.Manifest{}, err
 	}
+	defer k.release(c)
 	return c.Manifest(), nil
 }
 
@@ -199,7 +218,9 @@ func (s *Supervisor) Start(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _ = k.acquire(ctx)
+			if c, err := k.acquire(ctx); err == nil {
+				k.release(c)
+			}
 		}()
 	}
 	wg.Wait()
@@ -237,6 +258,13 @@ type Status struct {
 	LastError string
 	Actions   []string
 	Pid       int // 0 when not running
+	// IdleStop is how long the plugin's child may have no command before it is
+	// stopped (0: never); IdleStops counts those stops, which are no failures.
+	IdleStop  time.Duration
+	IdleStops int
+	// StartTook is how long the last successful start took, from the binary's
+	// check to Configure: the latency a command meets when its plugin is idle.
+	StartTook time.Duration
 	// Boxed says the plugin's child runs in a box with resource limits: Limits
 	// are its limits and Usage what the current (or last) child uses and used.
 	Boxed  bool

@@ -81,8 +81,9 @@ type Plugin struct {
 	// (agent/internal/limits checks it).
 	Limits     string
 	LimitsLine int
-	// IdleStop is `idle-stop`, a duration after which an idle plugin's child is
-	// stopped; zero when not set. IdleStopLine is its line, 0 when absent.
+	// IdleStop is `idle-stop`, how long a plugin's child may sit with no command
+	// before the agent stops it; 0 is never. IdleStopLine is its line, 0 when the
+	// file does not set it.
 	IdleStop     time.Duration
 	IdleStopLine int
 }
@@ -257,8 +258,11 @@ func (cf *File) plugins(n *yaml.Node) error {
 					return err
 				}
 				d, err := time.ParseDuration(t)
-				if err != nil || d <= 0 {
-					return fmt.Errorf("%s: %s: %q: want a positive duration like 10m", cf.Line(sv.Line), where, rows.Printable(t))
+				if t == "0" {
+					d, err = 0, nil // 0 (no unit) is never, as on the command line
+				}
+				if err != nil || d < 0 {
+					return fmt.Errorf("%s: %s: %q: want a duration like 10m, or 0 for never", cf.Line(sv.Line), where, rows.Printable(t))
 				}
 				p.IdleStop, p.IdleStopLine = d, sv.Line
 			default:

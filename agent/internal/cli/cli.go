@@ -102,6 +102,10 @@ run flags:
                             (default 64; 0 keeps none)
   --spool-total-mib N       the same for all answers together [YUZU_SPOOL_TOTAL_MIB]
                             (default 512; 0 keeps none)
+  --idle-stop SPEC          stop a plugin's child after this long with no command; it
+                            starts again on the next [YUZU_IDLE_STOP]: "DURATION" for
+                            all, or "NAME:DURATION;..." (* for all), 0 never (default 5m;
+                            docs/agent.md "Lazy start and idle stop")
   TLS is on by default and fails closed: without --ca-cert or --tls-system-roots the
   agent refuses to start.
 
@@ -161,6 +165,7 @@ type config struct {
 	metricsListen   string
 	spoolAnswer     string
 	spoolTotal      string
+	idleStop        string // checked by parseArgs (parseIdleStop)
 	noTLS           bool
 	tlsSystemRoots  bool
 }
@@ -190,6 +195,7 @@ var valueFlags = map[string]string{
 	"metrics-listen":   "YUZU_METRICS_LISTEN",
 	"spool-answer-mib": "YUZU_SPOOL_ANSWER_MIB",
 	"spool-total-mib":  "YUZU_SPOOL_TOTAL_MIB",
+	"idle-stop":        "YUZU_IDLE_STOP",
 }
 
 // parseArgs separates global flags (accepted anywhere before `--`) from positional
@@ -322,6 +328,10 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 	cfg.metricsListen = str("metrics-listen")
 	cfg.spoolAnswer = str("spool-answer-mib")
 	cfg.spoolTotal = str("spool-total-mib")
+	cfg.idleStop = str("idle-stop")
+	if _, err := parseIdleStop(cfg.idleStop); err != nil {
+		problems = append(problems, err)
+	}
 	if cfg.noTLS, err = boolFlag(bools, "no-tls", getenv); err != nil {
 		problems = append(problems, err)
 	}

@@ -75,33 +75,42 @@ func loadConfigFile(given map[string]string, getenv func(string) string) (*agent
 		}
 		return nil, usagef("configuration file: %s", rows.Printable(err.Error()))
 	}
-	// Per-plugin limits join the file's plugin-limits: one setting, so that a flag or
-	// the environment replaces all of it.
+	// Per-plugin limits join the file's plugin-limits, and per-plugin idle stops its
+	// idle-stop: one setting each, so that a flag or the environment replaces all of it.
 	if pl := f.PluginNames(); len(pl) > 0 {
-		var entries []string
-		line := 0
-		if v, ok := f.Settings["plugin-limits"]; ok {
-			entries, line = append(entries, v.Text), v.Line
-		}
-		for _, name := range pl {
-			p := f.Plugins[name]
-			if p.IdleStopLine != 0 {
-				// The slot for idle stop: read and checked here, refused until the
-				// supervisor can stop an idle plugin (docs/operations.md).
-				return nil, usagef("%s: plugins.%s.idle-stop: this agent cannot stop idle plugins yet", f.Line(p.IdleStopLine), name)
+		joinPerPlugin(f, "plugin-limits", pl, func(p agentconf.Plugin) (string, int) { return p.Limits, p.LimitsLine })
+		joinPerPlugin(f, "idle-stop", pl, func(p agentconf.Plugin) (string, int) {
+			if p.IdleStopLine == 0 {
+				return "", 0
 			}
-			if p.Limits != "" {
-				entries = append(entries, name+":"+p.Limits)
-				if line == 0 {
-					line = p.LimitsLine
-				}
-			}
-		}
-		if len(entries) > 0 {
-			f.Settings["plugin-limits"] = agentconf.Value{Text: strings.Join(entries, ";"), Line: line}
-		}
+			return p.IdleStop.String(), p.IdleStopLine
+		})
 	}
 	return f, nil
+}
+
+// joinPerPlugin appends each plugin's entry ("NAME:VALUE") to the file's setting of
+// that name, joined with ";" after the setting's own value: the setting's line is its
+// own when the file sets it, else the first plugin entry's.
+func joinPerPlugin(f *agentconf.File, setting string, names []string, entry func(agentconf.Plugin) (string, int)) {
+	var entries []string
+	line := 0
+	if v, ok := f.Settings[setting]; ok {
+		entries, line = append(entries, v.Text), v.Line
+	}
+	for _, name := range names {
+		v, l := entry(f.Plugins[name])
+		if v == "" {
+			continue
+		}
+		entries = append(entries, name+":"+v)
+		if line == 0 {
+			line = l
+		}
+	}
+	if len(entries) > 0 {
+		f.Settings[setting] = agentconf.Value{Text: strings.Join(entries, ";"), Line: line}
+	}
 }
 
 // layered returns a getenv that falls back, for a flag's variable, on the file's
@@ -213,6 +222,7 @@ var shownDefaults = map[string]string{
 	"server":           defaultServer,
 	"heartbeat":        defaultHeartbeat.String(),
 	"plugin-limits":    "*:memory_mib=512,cpus=1,tasks=256",
+	"idle-stop":        defaultIdleStop.String(),
 	"spool-answer-mib": "64",
 	"spool-total-mib":  "512",
 	"metrics-listen":   "(off)",
@@ -233,7 +243,7 @@ func configRows(cfg config) []configRow {
 		"heartbeat": cfg.heartbeat, "metrics-listen": cfg.metricsListen,
 		"spool-answer-mib": cfg.spoolAnswer, "spool-total-mib": cfg.spoolTotal,
 		"no-tls": fmt.Sprint(cfg.noTLS), "tls-system-roots": fmt.Sprint(cfg.tlsSystemRoots),
-		"timeout": cfg.timeout.String(),
+		"timeout": cfg.timeout.String(), "idle-stop": cfg.idleStop,
 	}
 	for name, v := range logValues(cfg) {
 		values[name] = v

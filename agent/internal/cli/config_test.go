@@ -42,7 +42,11 @@ plugins:
     enabled: false
   tags:
     limits: {memory_mib: 64, tasks: 32}
+    idle-stop: 0
+  filesystem:
+    idle-stop: 90s
 `)
+	file2 := writeConfig(t, "idle-stop: 2m\nplugins:\n  tags: {idle-stop: 10m}\n")
 	cases := []struct {
 		name    string
 		args    []string
@@ -64,6 +68,11 @@ plugins:
 		{"file timeout is set, beating a ttl", []string{"--config", file, "exec"}, nil, "timeout", func(c config) string { return c.timeout.String() + boolText(c.timeoutSet) }, "2m0strue", "file " + file + ":6"},
 		{"per-plugin limits become plugin-limits", []string{"--config", file, "run"}, nil, "plugin-limits", func(c config) string { return c.limits }, "tags:memory_mib=64,tasks=32", "file " + file + ":11"},
 		{"env plugin-limits replaces the file's", []string{"--config", file, "run"}, map[string]string{"YUZU_PLUGIN_LIMITS": "*:cpus=2"}, "plugin-limits", func(c config) string { return c.limits }, "*:cpus=2", "env YUZU_PLUGIN_LIMITS"},
+		{"per-plugin idle stops become idle-stop", []string{"--config", file, "run"}, nil, "idle-stop", func(c config) string { return c.idleStop }, "filesystem:1m30s;tags:0s", "file " + file + ":14"},
+		{"file idle-stop comes before its per-plugin ones", []string{"--config", file2, "run"}, nil, "idle-stop", func(c config) string { return c.idleStop }, "2m;tags:10m0s", "file " + file2 + ":1"},
+		{"env idle-stop beats the file's", []string{"--config", file, "run"}, map[string]string{"YUZU_IDLE_STOP": "30s"}, "idle-stop", func(c config) string { return c.idleStop }, "30s", "env YUZU_IDLE_STOP"},
+		{"flag idle-stop beats env", []string{"--config", file, "run", "--idle-stop", "0"}, map[string]string{"YUZU_IDLE_STOP": "30s"}, "idle-stop", func(c config) string { return c.idleStop }, "0", "flag"},
+		{"idle-stop default", []string{"run"}, nil, "idle-stop", func(c config) string { return c.idleStop }, "", "default"},
 		{"no file: defaults", []string{"run"}, nil, "server", func(c config) string { return c.server }, "", "default"},
 	}
 	for _, c := range cases {
@@ -112,8 +121,9 @@ func TestConfigFileErrors(t *testing.T) {
 		{"unknown limit key", "plugins:\n  tags:\n    limits:\n      memory: 5\n", `agent.yaml:4: unknown setting "plugins.tags.limits.memory"`},
 		{"bad limit number", "plugins:\n  tags:\n    limits: {cpus: lots}\n", `agent.yaml:3: plugins.tags.limits.cpus: "lots": want a number`},
 		{"bad plugin name", "plugins:\n  ../x: {enabled: false}\n", `agent.yaml:2: plugins: "../x" is not a plugin name`},
-		{"idle stop is refused until the agent has it", "plugins:\n  tags:\n    idle-stop: 10m\n", "agent.yaml:3: plugins.tags.idle-stop: this agent cannot stop idle plugins yet"},
-		{"bad idle stop", "plugins:\n  tags:\n    idle-stop: soon\n", `agent.yaml:3: plugins.tags.idle-stop: "soon"`},
+		{"bad idle stop", "plugins:\n  tags:\n    idle-stop: soon\n", `agent.yaml:3: plugins.tags.idle-stop: "soon": want a duration like 10m, or 0 for never`},
+		{"negative idle stop", "plugins:\n  tags:\n    idle-stop: -1m\n", `agent.yaml:3: plugins.tags.idle-stop: "-1m"`},
+		{"bad top-level idle stop is blamed on the file", "idle-stop: often\n", `--idle-stop "often"`},
 		{"broken yaml", "server: [a\n", "yaml:"},
 		{"bad value from the file is blamed on the file", "log-level: loud\n", `--log-level "loud": want trace, debug, info, warn or error (set by file `},
 		{"limits out of range", "plugins:\n  tags:\n    limits: {memory_mib: 1}\n", "--plugin-limits"},
@@ -195,6 +205,7 @@ func TestConfigShow(t *testing.T) {
 		`server +fleet:443 +file ` + q(path) + `:2`,
 		`heartbeat +10s +flag`,
 		`timeout +10m0s +default`,
+		`idle-stop +5m0s +default`,
 		`plugins\.firewall\.enabled +false +file ` + q(path),
 	} {
 		if !regexp.MustCompile(`(?m)^` + want + `$`).MatchString(out) {

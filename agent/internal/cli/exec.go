@@ -269,6 +269,12 @@ func agentMessage(err error) string {
 }
 
 func newSupervisor(cfg config, log hclog.Logger) (*supervisor.Supervisor, error) {
+	return newSupervisorWith(cfg, log, nil)
+}
+
+// newSupervisorWith is newSupervisor with what one command adds to the options (run's
+// idle stop), when more is nil.
+func newSupervisorWith(cfg config, log hclog.Logger, more func(*supervisor.Options)) (*supervisor.Supervisor, error) {
 	id, err := agentID(cfg)
 	if err != nil {
 		return nil, err
@@ -277,7 +283,7 @@ func newSupervisor(cfg config, log hclog.Logger) (*supervisor.Supervisor, error)
 	if err != nil {
 		return nil, err
 	}
-	return supervisor.New(supervisor.Options{
+	o := supervisor.Options{
 		PluginDir:    cfg.pluginDir,
 		DataDir:      cfg.dataDir,
 		AgentID:      id,
@@ -287,7 +293,11 @@ func newSupervisor(cfg config, log hclog.Logger) (*supervisor.Supervisor, error)
 		ReapOrphans:  true,
 		Limits:       set,
 		Disabled:     cfg.disabledPlugins(),
-	})
+	}
+	if more != nil {
+		more(&o)
+	}
+	return supervisor.New(o)
 }
 
 // maxAgentIDBytes bounds the agent_id file: an id is a UUID, 36 bytes.

@@ -65,7 +65,66 @@ const (
 	defaultHeartbeat = 30 * time.Second
 	// fleetDir is the journal's directory inside the data dir.
 	fleetDir = "fleet"
+	// defaultIdleStop is how long run leaves a plugin's child with no command before
+	// it stops it (docs/agent.md "Lazy start and idle stop").
+	defaultIdleStop = 5 * time.Minute
 )
+
+// parseIdleStop reads --idle-stop: "DURATION" for every plugin, or entries
+// "NAME:DURATION" joined with ";" (NAME * for every plugin not named), a later entry
+// for the same name replacing an earlier one (the file's per-plugin idle-stop comes
+// after its idle-stop). A DURATION is a Go duration or a number of seconds, as for
+// --timeout; 0 means never. The map always has "*": the default unless an entry sets it.
+func parseIdleStop(v string) (map[string]time.Duration, error) {
+	out := map[string]time.Duration{"*": defaultIdleStop}
+	if v == "" {
+		return out, nil
+	}
+	for _, e := range strings.Split(v, ";") {
+		name, d, ok := strings.Cut(e, ":")
+		if !ok {
+			name, d = "*", e
+		}
+		if name != "*" && !plainName(name) {
+			return nil, usagef("--idle-stop %q: %q is not a plugin name or *", rows.Printable(v), rows.Printable(name))
+		}
+		dur, err := idleDuration(d)
+		if err != nil {
+			return nil, usagef("--idle-stop %q: %s: %v", rows.Printable(v), rows.Printable(e), err)
+		}
+		out[name] = dur
+	}
+	return out, nil
+}
+
+// plainName is what a plugin's name may be in a setting: 1 to 64 letters, digits,
+// underscores or dashes (the plugin dir's names; no regexp, so exec pays nothing for it).
+func plainName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// idleDuration is one --idle-stop duration: 0 (any unit) is never.
+func idleDuration(v string) (time.Duration, error) {
+	if d, err := time.ParseDuration(v); err == nil && d == 0 {
+		return 0, nil
+	}
+	if n, err := strconv.ParseFloat(v, 64); err == nil && n == 0 {
+		return 0, nil
+	}
+	d, err := parseTimeout(v)
+	if err != nil {
+		return 0, fmt.Errorf("%v (or 0 for never)", err)
+	}
+	return d, nil
+}
 
 // runSettings are run's flags, checked.
 type runSettings struct {
@@ -73,6 +132,7 @@ type runSettings struct {
 	heartbeat               time.Duration
 	tls                     *tls.Config // nil with --no-tls
 	spoolAnswer, spoolTotal int64       // bytes; negative: keep none
+	idleStop                map[string]time.Duration
 }
 
 // maxSpoolMiB bounds the spool flags: a terabyte of rows on disk is past any purpose.
@@ -120,6 +180,9 @@ func checkRun(cfg config) (runSettings, error) {
 		}
 	}
 	var err error
+	if rs.idleStop, err = parseIdleStop(cfg.idleStop); err != nil {
+		return rs, err
+	}
 	if rs.spoolAnswer, err = spoolBytes("spool-answer-mib", cfg.spoolAnswer); err != nil {
 		return rs, err
 	}
@@ -191,7 +254,7 @@ func runFleet(ctx context.Context, cfg config, log hclog.Logger, args []string, 
 			log.Error("command journal: last write failed", "error", err)
 		}
 	}()
-	sup, err := newSupervisor(cfg, log)
+	sup, err := newSupervisorWith(cfg, log, func(o *supervisor.Options) { o.IdleStop = rs.idleStop })
 	if err != nil {
 		return fail(err)
 	}
@@ -217,11 +280,13 @@ func runFleet(ctx context.Context, cfg config, log hclog.Logger, args []string, 
 		log.Info("metrics endpoint", "address", listener.Addr().String()+"/metrics")
 	}
 
+	// Each plugin starts once, so that its manifest is known for the registration;
+	// one with an idle stop is stopped again at once and starts on its first command.
 	startCtx, cancel := context.WithTimeout(ctx, startWait)
-	sup.Start(startCtx)
+	sup.Prime(startCtx)
 	cancel()
 	for _, st := range sup.Status() {
-		if st.State != supervisor.StateRunning {
+		if !st.State.Ready() {
 			log.Warn("plugin not running at start", "plugin", st.Name, "state", string(st.State), "error", rows.Printable(st.LastError))
 		}
 	}

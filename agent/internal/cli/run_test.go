@@ -101,6 +101,47 @@ func TestCheckRun(t *testing.T) {
 	}
 }
 
+func TestParseIdleStop(t *testing.T) {
+	good := []struct {
+		in   string
+		want map[string]time.Duration
+	}{
+		{"", map[string]time.Duration{"*": 5 * time.Minute}},
+		{"0", map[string]time.Duration{"*": 0}},
+		{"90", map[string]time.Duration{"*": 90 * time.Second}},
+		{"10m", map[string]time.Duration{"*": 10 * time.Minute}},
+		{"tags:0s", map[string]time.Duration{"*": 5 * time.Minute, "tags": 0}},
+		{"2m;tags:10m0s;filesystem:30s", map[string]time.Duration{"*": 2 * time.Minute, "tags": 10 * time.Minute, "filesystem": 30 * time.Second}},
+		{"*:1m;tags:5s;tags:6s", map[string]time.Duration{"*": time.Minute, "tags": 6 * time.Second}},
+	}
+	for _, c := range good {
+		got, err := parseIdleStop(c.in)
+		if err != nil || len(got) != len(c.want) {
+			t.Errorf("parseIdleStop(%q) = %v, %v; want %v", c.in, got, err, c.want)
+			continue
+		}
+		for k, v := range c.want {
+			if got[k] != v {
+				t.Errorf("parseIdleStop(%q)[%s] = %s, want %s", c.in, k, got[k], v)
+			}
+		}
+	}
+	for _, bad := range []string{"soon", "-1m", "tags:", "../x:5m", ";", "tags:5m;", "9999h"} {
+		_, err := parseIdleStop(bad)
+		var ue *usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--idle-stop") {
+			t.Errorf("parseIdleStop(%q) = %v, want a usage error naming --idle-stop", bad, err)
+		}
+	}
+	if _, _, err := parseArgs([]string{"run", "--idle-stop", "never"}, env(nil)); err == nil || !strings.Contains(err.Error(), "--idle-stop") {
+		t.Errorf("parseArgs took --idle-stop never: %v", err)
+	}
+	rs, err := checkRun(config{noTLS: true, idleStop: "tags:1s"})
+	if err != nil || rs.idleStop["tags"] != time.Second || rs.idleStop["*"] != defaultIdleStop {
+		t.Errorf("checkRun idle stop = %v, %v", rs.idleStop, err)
+	}
+}
+
 func TestEnsureAgentID(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	cfg := config{dataDir: dir}

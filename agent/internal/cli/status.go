@@ -86,7 +86,8 @@ func runStatus(ctx context.Context, cfg config, args []string, stdout, stderr io
 		return exitFail, nil
 	}
 	for _, p := range r.Plugins {
-		if p.State != supervisor.StateRunning {
+		// An idle plugin is well: its next command starts it.
+		if !p.State.Ready() {
 			return exitFail, nil
 		}
 	}

@@ -504,6 +504,38 @@ func TestCommandDoesNotAllocate(t *testing.T) {
 	}
 }
 
+// lifeCycle are the per-plugin series every plugin has, boxed or not.
+var lifeCycle = map[string]bool{"yuzu_agent_plugin_restarts_total": true, "yuzu_agent_plugin_state": true, "yuzu_agent_plugin_idle_stops_total": true}
+
+// Every plugin's state is one series labelled with it; idle stops and the last start
+// time are per plugin too, the start time only for a plugin that has started.
+func TestPluginStateSeries(t *testing.T) {
+	m := New()
+	m.WatchPlugins(func() []supervisor.Status {
+		return []supervisor.Status{{Name: "fs", State: supervisor.StateStopped},
+			{Name: "tags", State: supervisor.StateIdle, IdleStops: 3, StartTook: 40 * time.Millisecond}}
+	})
+	exp := parseExposition(t, string(m.appendText(nil)))
+	got := map[string]float64{}
+	for _, s := range exp.samples {
+		got[s.name+s.key()] = s.value
+	}
+	for k, want := range map[string]float64{
+		`yuzu_agent_plugin_state{plugin="fs",state="stopped"}`: 1,
+		`yuzu_agent_plugin_state{plugin="tags",state="idle"}`:  1,
+		`yuzu_agent_plugin_idle_stops_total{plugin="tags"}`:    3,
+		`yuzu_agent_plugin_idle_stops_total{plugin="fs"}`:      0,
+		`yuzu_agent_plugin_start_seconds{plugin="tags"}`:       0.04,
+	} {
+		if v, ok := got[k]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", k, v, ok, want)
+		}
+	}
+	if _, ok := got[`yuzu_agent_plugin_start_seconds{plugin="fs"}`]; ok {
+		t.Error("a plugin that never started has a start time")
+	}
+}
+
 // A plugin in a box shows its limits and use; one without a box shows none.
 func TestBoxSeries(t *testing.T) {
 	m := New()
@@ -515,7 +547,7 @@ func TestBoxSeries(t *testing.T) {
 	exp := parseExposition(t, string(m.appendText(nil)))
 	got := map[string]float64{}
 	for _, s := range exp.samples {
-		if strings.Contains(s.key(), "bare") && s.name != "yuzu_agent_plugin_restarts_total" {
+		if strings.Contains(s.key(), "bare") && !lifeCycle[s.name] {
 			t.Errorf("a plugin without a box has %s", s.name)
 		}
 		got[s.name+s.key()] = s.value

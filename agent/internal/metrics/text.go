@@ -198,7 +198,7 @@ func (m *Metrics) appendText(b []byte) []byte {
 		return family{name, func(b []byte) []byte { return appendSingle(b, name, help, "counter", value) }}
 	}
 	m.refreshRestarts()
-	families := m.boxFamilies()
+	families := append(m.boxFamilies(), m.stateFamilies()...)
 	families = append(families, []family{
 		{m.commands.name, m.commands.appendText},
 		{m.latency.name, m.latency.appendText},
@@ -304,6 +304,59 @@ func (m *Metrics) boxFamilies() []family {
 			}
 			return b
 		}})
+	}
+	return out
+}
+
+// stateFamilies are the per-plugin series of each plugin's life cycle: its state now
+// (one series per plugin, 1, labelled with the state: idle says stopped after its idle
+// period or not started yet, and starts on its next command), its idle stops, and how
+// long its last start took, which is what a command for an idle plugin waits.
+func (m *Metrics) stateFamilies() []family {
+	if m.status == nil {
+		return nil
+	}
+	sts := m.status()
+	if len(sts) == 0 {
+		return nil
+	}
+	perPlugin := func(name, help, kind string, value func(st *supervisor.Status) (float64, bool)) family {
+		return family{name, func(b []byte) []byte {
+			b = appendHeader(b, name, help, kind)
+			for i := range sts {
+				v, ok := value(&sts[i])
+				if !ok {
+					continue
+				}
+				b = append(b, name...)
+				b = appendLabels(b, []string{"plugin"}, labelValues{sts[i].Name}.sanitize(), "")
+				b = append(b, ' ')
+				b = append(b, formatFloat(v)...)
+				b = append(b, '\n')
+			}
+			return b
+		}}
+	}
+	const stateName = "yuzu_agent_plugin_state"
+	state := family{stateName, func(b []byte) []byte {
+		b = appendHeader(b, stateName, "A plugin's state now, as the label state (stopped, idle, starting, running, backoff, failed, refused); always 1.", "gauge")
+		for i := range sts {
+			b = append(b, stateName...)
+			b = appendLabels(b, []string{"plugin", "state"}, labelValues{sts[i].Name, string(sts[i].State)}.sanitize(), "")
+			b = append(b, " 1\n"...)
+		}
+		return b
+	}}
+	out := []family{
+		state,
+		perPlugin("yuzu_agent_plugin_idle_stops_total", "Plugin children stopped after their idle period (no failure; the next command starts one).", "counter",
+			func(st *supervisor.Status) (float64, bool) { return float64(st.IdleStops), true }),
+	}
+	// Only plugins that have started have a start time; a family without samples is
+	// left out.
+	if slices.ContainsFunc(sts, func(st supervisor.Status) bool { return st.StartTook > 0 }) {
+		out = append(out, perPlugin("yuzu_agent_plugin_start_seconds", "How long a plugin's last start took, from the binary's check to Configure: the wait of a command for an idle plugin.", "gauge",
+			func(st *supervisor.Status) (float64, bool) { return st.StartTook.Seconds(), st.StartTook > 0 }))
 	}
 	return out
 }

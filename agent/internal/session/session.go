@@ -649,11 +649,13 @@ func (s *Session) heartbeat(ctx context.Context, client agentv1.AgentServiceClie
 
 // statusTags are the heartbeat's status fields.
 func (s *Session) statusTags() map[string]string {
-	running, failed := 0, 0
+	running, idle, failed := 0, 0, 0
 	for _, st := range s.o.Plugins.Status() {
 		switch st.State {
 		case supervisor.StateRunning:
 			running++
+		case supervisor.StateIdle:
+			idle++
 		case supervisor.StateFailed, supervisor.StateRefused:
 			failed++
 		}
@@ -670,6 +672,7 @@ func (s *Session) statusTags() map[string]string {
 		"yuzu.commands_executed":  strconv.FormatInt(s.executedCnt.Load(), 10),
 		"yuzu.commands_in_flight": strconv.Itoa(inflight),
 		"yuzu.plugins_loaded":     strconv.Itoa(running),
+		"yuzu.plugins_idle":       strconv.Itoa(idle),
 		"yuzu.plugins_failed":     strconv.Itoa(failed),
 		"yuzu.os":                 runtime.GOOS,
 		"yuzu.arch":               sysinfo.Arch(runtime.GOARCH),
