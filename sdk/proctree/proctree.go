@@ -32,15 +32,17 @@ type Group struct {
 }
 
 // Prepare sets cmd up to start in its own group (Unix: process group; Windows: new
-// console process group). deathSignal, when true, also asks Linux to kill the process
+// console process group, started suspended: it runs once Attach has put it in its
+// job, so on Windows every Start of a prepared command must be followed by Attach, or
+// by a kill). deathSignal, when true, also asks Linux to kill the process
 // if the goroutine's OS thread that started it exits; leave it false unless the caller
 // owns the process's whole life. Call it before cmd.Start.
 func Prepare(cmd *exec.Cmd, deathSignal bool) { prepare(cmd, deathSignal) }
 
 // Attach binds a started command (prepared with Prepare) to a Group. On Windows it puts
-// the process in a fresh kill-on-close job; a process it started in the microseconds
-// before that escapes the job, which is why callers that must not leak anything also
-// use TieToSelf.
+// the suspended process in a fresh kill-on-close job and then lets it run, so nothing
+// it starts can escape the job, and a tool that would have been done in a moment is
+// still there to be assigned.
 func Attach(cmd *exec.Cmd) (*Group, error) {
 	if cmd.Process == nil {
 		return nil, errors.New("proctree: command not started")

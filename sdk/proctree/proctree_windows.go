@@ -2,6 +2,7 @@ package proctree
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"sync"
@@ -16,8 +17,11 @@ func prepare(cmd *exec.Cmd, _ bool) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	// Its own console process group: console control events meant for the agent do
-	// not reach it.
-	cmd.SysProcAttr.CreationFlags |= syscall.CREATE_NEW_PROCESS_GROUP
+	// not reach it. Suspended, so that it runs no instruction before Attach has put it
+	// in its job: a process that started running first could start others outside the
+	// job, or be done before it (assigning an exited process is refused with "Access
+	// denied", which is how a quick tool used to fail under Wine).
+	cmd.SysProcAttr.CreationFlags |= syscall.CREATE_NEW_PROCESS_GROUP | windows.CREATE_SUSPENDED
 }
 
 type sysGroup struct {
@@ -58,7 +62,47 @@ func attach(p *os.Process) (*sysGroup, error) {
 		_ = windows.CloseHandle(job)
 		return nil, err
 	}
+	if err := resume(uint32(p.Pid)); err != nil {
+		_ = windows.CloseHandle(job)
+		return nil, err
+	}
 	return &sysGroup{job: job}, nil
+}
+
+// resume lets a process started suspended (prepare) run: it resumes each of its
+// threads, which for a fresh process is its one main thread. os/exec closes the thread
+// handle CreateProcess returns, so the thread is found in a snapshot of the system's
+// threads.
+func resume(pid uint32) error {
+	snap, err := windows.CreateToolhelp32Snapshot(windows.TH32CS_SNAPTHREAD, 0)
+	if err != nil {
+		return fmt.Errorf("proctree: resume process %d: %w", pid, err)
+	}
+	defer windows.CloseHandle(snap)
+	te := windows.ThreadEntry32{Size: uint32(unsafe.Sizeof(windows.ThreadEntry32{}))}
+	resumed := 0
+	for err = windows.Thread32First(snap, &te); err == nil; err = windows.Thread32Next(snap, &te) {
+		if te.OwnerProcessID != pid {
+			continue
+		}
+		th, err := windows.OpenThread(windows.THREAD_SUSPEND_RESUME, false, te.ThreadID)
+		if err != nil {
+			return fmt.Errorf("proctree: resume process %d: thread %d: %w", pid, te.ThreadID, err)
+		}
+		_, err = windows.ResumeThread(th)
+		_ = windows.CloseHandle(th)
+		if err != nil {
+			return fmt.Errorf("proctree: resume process %d: thread %d: %w", pid, te.ThreadID, err)
+		}
+		resumed++
+	}
+	if !errors.Is(err, windows.ERROR_NO_MORE_FILES) {
+		return fmt.Errorf("proctree: resume process %d: listing threads: %w", pid, err)
+	}
+	if resumed == 0 {
+		return fmt.Errorf("proctree: resume process %d: it has no thread", pid)
+	}
+	return nil
 }
 
 func (g *sysGroup) kill(p *os.Process) error {
