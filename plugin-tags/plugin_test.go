@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -396,6 +398,31 @@ func TestCorruptUntilWrite(t *testing.T) {
 		{"delete", kv("key", "zz"), "tag_deleted|zz|false\n" + undeclared},
 		{"get_all", nil, "tag|a|1\ncount|1\n" + undeclared},
 	})
+}
+
+// TestCorruptAcrossRestarts: the child that found the corrupt file may stop before any
+// answer told of it (an idle stop right after the agent primed it, a crash); the next
+// child still answers load_failed until a write succeeds (a write after an answer
+// that told of it answers normally, as in one process), and a child after that
+// answers normally.
+func TestCorruptAcrossRestarts(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tags.json")
+	if err := os.WriteFile(path, []byte("garbage"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	_ = sdktest.New(t, newPlugin(), sdk.Config{DataDir: dir}) // finds it, never asked
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("tags.json after the first child: %v, want it moved aside", err)
+	}
+	second := sdktest.New(t, newPlugin(), sdk.Config{DataDir: dir})
+	runSteps(t, second, []step{
+		{"count", nil, "count|0\n" + loadFailed},
+		{"get_all", nil, "count|0\n" + loadFailed},
+		{"set", kv("key", "a", "value", "1"), "tag_set|a|1\n" + undeclared},
+	})
+	third := sdktest.New(t, newPlugin(), sdk.Config{DataDir: dir})
+	runSteps(t, third, []step{{"get_all", nil, "tag|a|1\ncount|1\n" + undeclared}})
 }
 
 // TestCorruptWrittenLater: a corrupt file that appears while the plugin runs (written

@@ -190,7 +190,7 @@ func hostMechanism(ctx context.Context, sup *supervisor.Supervisor, m host.Manif
 	ctx, cancel := context.WithTimeout(ctx, mechanismProbeTimeout)
 	defer cancel()
 	var backends []string
-	_, err := sup.Execute(ctx, supervisor.Request{ID: "describe-mechanism", Plugin: m.Name, Action: action, Timeout: mechanismProbeTimeout},
+	_, err := sup.Execute(ctx, supervisor.Request{Command: host.Command{ID: "describe-mechanism", Action: action}, Plugin: m.Name, Timeout: mechanismProbeTimeout},
 		func(batch []string) error {
 			for _, r := range batch {
 				if name, ok := strings.CutPrefix(r, "backend|"); ok && !slices.Contains(backends, name) {

@@ -35,6 +35,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -164,7 +165,32 @@ func Open(ctx context.Context, dataDir string, log hclog.Logger, opts ...Option)
 	if err := s.refresh(ctx, log, false); err != nil && log != nil {
 		log.Warn("tags: store unreadable", "path", s.path, "error", err)
 	}
+	s.inheritLoadFailed(dataDir)
 	return s
+}
+
+// inheritLoadFailed carries the load_failed state across processes: while no
+// tags.json has been written since a corrupt one was moved aside, there is no tags.json
+// and a moved-aside file lies beside its path. An earlier child of this plugin may
+// have found the file and stopped (an idle stop, a crash, the agent's restart) before
+// any answer told of it, or after telling only some; without this, the next child would
+// answer as if nothing had been lost. A later successful write ends the state, as in
+// one process.
+func (s *Store) inheritLoadFailed(dataDir string) {
+	if s.loadFailed || s.unreadable != nil || s.seen.info != nil {
+		return
+	}
+	entries, err := os.ReadDir(dataDir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), FileName+CorruptInfix) {
+			s.loadFailed = true
+			s.reported = false
+			return
+		}
+	}
 }
 
 // Path returns the store file's path, or "" for a memory-only store.
