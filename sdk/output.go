@@ -42,6 +42,7 @@ type Output struct {
 	spare    []string // the last sent batch, reused once its send returned
 	bytes    int
 	sending  bool  // the sender goroutine is running
+	inflight bool  // a batch taken from batch is being sent
 	stopping bool  // finish has begun: no new sender, finish sends what is left
 	err      error // first send failure; later writes are dropped
 	oversize int   // size of the first refused row
@@ -63,7 +64,7 @@ const progressEvery = 250 * time.Millisecond
 // the command runs (on stderr for `yuzu-agent exec` when that is a terminal); it is
 // never a row and never part of the answer. Call it as often as is convenient: reports
 // closer together than a quarter of a second are dropped, except the one that reaches
-// total.
+// total. A report that goes out waits for the rows written before it to go first.
 func (o *Output) Progress(done, total int64, unit string) {
 	if o.progress == nil || done < 0 || total < 0 {
 		return
@@ -76,7 +77,13 @@ func (o *Output) Progress(done, total int64, unit string) {
 		return
 	}
 	o.progressLast = now
+	// Rows written before the report go out before it: a reader that sees done=N has
+	// the rows the handler wrote up to N (rows travel from the sender goroutine, the
+	// report from this one, so without the wait a report could overtake them).
 	o.mu.Lock()
+	for !o.closed && o.err == nil && !o.stopping && (len(o.batch) > 0 || o.inflight) {
+		o.cond.Wait()
+	}
 	stopped := o.closed || o.err != nil
 	o.mu.Unlock()
 	if stopped {
@@ -169,10 +176,13 @@ func (o *Output) sendLoop() {
 		}
 		b := o.batch
 		o.batch, o.bytes = o.spare[:0], 0
+		o.inflight = true
 		o.cond.Broadcast() // writers held by a full batch may go on
 		o.mu.Unlock()
 		err := o.send(b)
 		o.mu.Lock()
+		o.inflight = false
+		o.cond.Broadcast() // a progress report waiting for these rows may go
 		if err != nil && o.err == nil {
 			o.err = err
 		}

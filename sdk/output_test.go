@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // recorder collects the batches an Output sends.
@@ -226,5 +227,39 @@ func TestOutputConcurrentWriters(t *testing.T) {
 		if n != each {
 			t.Errorf("writer %d: %d rows arrived, want %d", w, n, each)
 		}
+	}
+}
+
+// A progress report goes out after the rows written before it, even when sending a
+// batch is slow: a reader that sees done=N has the rows up to N. Before, the report
+// went straight from the handler's goroutine and could overtake the batch still with
+// the sender (sdktest.KillMidCommand then killed a child that had sent no row).
+func TestProgressAfterEarlierRows(t *testing.T) {
+	var mu sync.Mutex
+	var events []string
+	o := newOutput(func(batch []string) error {
+		time.Sleep(20 * time.Millisecond) // a slow agent
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, batch...)
+		return nil
+	})
+	o.progress = func(done, total uint64, unit string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, fmt.Sprintf("progress %d/%d", done, total))
+		return nil
+	}
+	for i := 1; i <= 3; i++ {
+		o.Row("number", strconv.Itoa(i))
+		o.Progress(int64(i), 3, "numbers")
+	}
+	if _, err := o.finish(Complete()); err != nil {
+		t.Fatal(err)
+	}
+	// Reports closer than progressEvery are dropped, except the last (done = total).
+	want := []string{"number|1", "progress 1/3", "number|2", "number|3", "progress 3/3"}
+	if strings.Join(events, ",") != strings.Join(want, ",") {
+		t.Errorf("events %q, want %q", events, want)
 	}
 }
