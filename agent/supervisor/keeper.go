@@ -289,7 +289,7 @@ func (k *keeper) onLaunched(c Child, err error, slow bool) {
 		return
 	}
 	k.child = &child{Child: c}
-	k.idle.inUse, k.idle.took = 0, time.Since(k.idle.launched)
+	k.idle.inUse, k.idle.took = 0, max(time.Since(k.idle.launched), time.Nanosecond)
 	k.transition(StateRunning, fmt.Sprintf("pid %d", c.Pid()))
 	k.watch(k.child)
 	go k.ping(k.child)

@@ -263,7 +263,8 @@ type Status struct {
 	IdleStop  time.Duration
 	IdleStops int
 	// StartTook is how long the last successful start took, from the binary's
-	// check to Configure: the latency a command meets when its plugin is idle.
+	// check to Configure: the latency a command meets when its plugin is idle (never
+	// 0 once a start succeeded, even on a clock too coarse to see it, as under Wine).
 	StartTook time.Duration
 	// Boxed says the plugin's child runs in a box with resource limits: Limits
 	// are its limits and Usage what the current (or last) child uses and used.
