@@ -20,6 +20,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/yuzugo/yuzu/agent/dispatch"
 	"github.com/yuzugo/yuzu/agent/internal/limits"
 	"github.com/yuzugo/yuzu/agent/internal/manifest"
 	"github.com/yuzugo/yuzu/agent/supervisor"
@@ -145,7 +146,10 @@ func runDescribe(ctx context.Context, cfg config, log hclog.Logger, args []strin
 	if cfg.definitions {
 		return printDefinitions(stdout, stderr, m), nil
 	}
-	printManifest(stdout, m, hostMechanism(ctx, sup, m))
+	// Through a dispatcher, as every command the agent runs: admission and the audit
+	// line stay in one place.
+	d := dispatch.New(sup, dispatch.Options{Audit: log, AuditLevel: hclog.Debug})
+	printManifest(stdout, m, hostMechanism(ctx, d, m))
 	return exitOK, nil
 }
 
@@ -182,7 +186,7 @@ func mechanismAction(m host.Manifest) string {
 // the answer names none (Windows, whose one mechanism is its firewall policy), the
 // declared mechanism of this system's leg; `unknown (why)` when the action failed.
 // "" when the plugin has no such action.
-func hostMechanism(ctx context.Context, sup *supervisor.Supervisor, m host.Manifest) string {
+func hostMechanism(ctx context.Context, d *dispatch.Dispatcher, m host.Manifest) string {
 	action := mechanismAction(m)
 	if action == "" {
 		return ""
@@ -190,11 +194,12 @@ func hostMechanism(ctx context.Context, sup *supervisor.Supervisor, m host.Manif
 	ctx, cancel := context.WithTimeout(ctx, mechanismProbeTimeout)
 	defer cancel()
 	var backends []string
-	_, err := sup.Execute(ctx, supervisor.Request{Command: host.Command{ID: "describe-mechanism", Action: action}, Plugin: m.Name, Timeout: mechanismProbeTimeout},
+	req := dispatch.Request{Request: supervisor.Request{Command: host.Command{ID: "describe-mechanism", Action: action}, Plugin: m.Name, Timeout: mechanismProbeTimeout}}
+	_, err := d.Do(ctx, req,
 		func(batch []string) error {
 			for _, r := range batch {
-				if name, ok := strings.CutPrefix(r, "backend|"); ok && !slices.Contains(backends, name) {
-					backends = append(backends, name)
+				if f := rows.Split(r, 2); len(f) == 2 && f[0] == "backend" && !slices.Contains(backends, f[1]) {
+					backends = append(backends, f[1])
 				}
 			}
 			return nil

@@ -285,7 +285,7 @@ func (s *shell) meta(ctx context.Context, words []string) (quit bool) {
 			return false
 		}
 		s.learn(m)
-		printManifest(s.out, m, hostMechanism(dctx, s.sup, m))
+		printManifest(s.out, m, hostMechanism(dctx, s.disp, m))
 		s.lastRC = exitOK
 	case ".output":
 		if len(words) == 1 {
