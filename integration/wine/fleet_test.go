@@ -30,11 +30,9 @@ type fleetAgent struct {
 	next   int
 }
 
-// startFleet starts the world's agent in run mode against a fresh fleet server and
-// waits until it has registered and subscribed. With ownDataDir the agent keeps its
-// state in the world's data dir; without, in its default one. The agent is killed at
-// the end of the test, and its log shown if the test failed.
-func (w *world) startFleet(t *testing.T, ownDataDir bool) *fleetAgent {
+// startServer starts a test fleet server with fresh certificates, stopped at the end
+// of the test.
+func startServer(t *testing.T) (*fleetserver.PKI, *fleetserver.Server) {
 	t.Helper()
 	pki, err := fleetserver.NewPKI(filepath.Join(t.TempDir(), "pki"), "fleet")
 	if err != nil {
@@ -45,6 +43,16 @@ func (w *world) startFleet(t *testing.T, ownDataDir bool) *fleetAgent {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Stop)
+	return pki, srv
+}
+
+// startFleet starts the world's agent in run mode against a fresh fleet server and
+// waits until it has registered and subscribed. With ownDataDir the agent keeps its
+// state in the world's data dir; without, in its default one. The agent is killed at
+// the end of the test, and its log shown if the test failed.
+func (w *world) startFleet(t *testing.T, ownDataDir bool) *fleetAgent {
+	t.Helper()
+	pki, srv := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	args := []string{filepath.Join(env.bin, agentExe), "--plugin-dir", winPath(w.pluginDir)}

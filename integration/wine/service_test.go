@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/yuzugo/yuzu/agent/fleetpb/agentv1"
-	"github.com/yuzugo/yuzu/integration/fleetserver"
 )
 
 // serviceLogCandidates are where the service's default log file can be, from the
@@ -55,15 +54,7 @@ func TestWindowsService(t *testing.T) {
 	}
 
 	w := newWorld(t, tagsExe)
-	pki, err := fleetserver.NewPKI(filepath.Join(t.TempDir(), "pki"), "fleet")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := fleetserver.Start("127.0.0.1:0", fleetserver.Options{TLS: pki.ServerTLS()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	pki, srv := startServer(t)
 	// The service reads everything from its configuration file; no log-file, so the
 	// agent picks the service's default one.
 	conf := filepath.Join(filepath.Dir(w.pluginDir), "agent.yaml")
