@@ -39,7 +39,8 @@ type procRunner struct {
 	group  *proctree.Group
 	box    *limits.Box // nil: no resource limits
 
-	exited chan struct{}
+	reaped chan struct{} // closed as soon as the process is reaped (Kill)
+	exited chan struct{} // closed once everything after the exit is done (Wait)
 	mu     sync.Mutex
 	state  *os.ProcessState
 	werr   error
@@ -73,20 +74,25 @@ func (r *procRunner) Start(context.Context) error {
 	if r.onRun != nil {
 		r.onRun(r.cmd.Process.Pid)
 	}
+	r.reaped = make(chan struct{})
 	r.exited = make(chan struct{})
 	go relayLog(r.stderr, r.log)
 	go r.wait()
 	return nil
 }
 
-// wait reaps the process as soon as it exits, records how, and then gives the output
-// pipes a moment to drain before closing them.
+// wait reaps the process as soon as it exits, records how, cleans up after it, and
+// only then says it has exited (Wait): whoever waits for the child, such as the
+// supervisor's Close, finds it gone from the launcher's live set and its box removed.
+// Said first, a Close racing this goroutine saw a live child that no longer existed
+// and read the whole process table for orphans on every one-shot exec. The output
+// pipes get a moment to drain before they are closed.
 func (r *procRunner) wait() {
 	st, err := r.cmd.Process.Wait()
 	r.mu.Lock()
 	r.state, r.werr = st, err
 	r.mu.Unlock()
-	close(r.exited)
+	close(r.reaped)
 	r.group.Close()
 	r.img.release()
 	// Whatever the child left in its box goes with it, also what left its group.
@@ -94,6 +100,7 @@ func (r *procRunner) wait() {
 	if r.onEnd != nil {
 		r.onEnd()
 	}
+	close(r.exited)
 	time.AfterFunc(pipeGrace, func() {
 		r.stdout.Close()
 		r.stderr.Close()
@@ -113,11 +120,11 @@ func (r *procRunner) Wait(context.Context) error {
 // Kill ends the process and everything it started, unless it has already exited (its
 // pid, and with it the group id, may then belong to someone else).
 func (r *procRunner) Kill(context.Context) error {
-	if r.exited == nil {
+	if r.reaped == nil {
 		return nil
 	}
 	select {
-	case <-r.exited:
+	case <-r.reaped:
 		return nil
 	default:
 	}
