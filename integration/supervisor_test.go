@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -631,5 +632,26 @@ func TestPluginLogsReachTheAgentLog(t *testing.T) {
 		if strings.Contains(text, chatter) {
 			t.Errorf("go-plugin chatter %q at info level:\n%s", chatter, text)
 		}
+	}
+}
+
+// TestPluginProcessName: a plugin runs from a sealed memory copy executed as
+// /proc/self/fd/N, which the kernel would name it after ("9"); the SDK names the
+// process after its binary, so top, ps -o comm and an OOM report show the plugin.
+func TestPluginProcessName(t *testing.T) {
+	t.Parallel()
+	dir := pluginDir(t, sleeperBin)
+	s := newSupervisor(t, supervisor.Options{PluginDir: dir}, sleeperBin)
+	pid := runningPid(t, s, "sleeper")
+	comm, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sleeperBin
+	if len(want) > 15 {
+		want = want[:15] // the kernel keeps 15 bytes
+	}
+	if got := strings.TrimSuffix(string(comm), "\n"); got != want {
+		t.Errorf("the plugin child is named %q, want %q", got, want)
 	}
 }
