@@ -6,12 +6,12 @@ import (
 	"testing"
 )
 
-// validName keeps the rule the regular expression it replaced stated.
+// ValidName keeps the rule the regular expression it replaced stated.
 func TestValidNameMatchesRule(t *testing.T) {
 	re := regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
 	for _, s := range nameSamples() {
-		if got, want := validName(s), re.MatchString(s); got != want {
-			t.Errorf("validName(%q) = %v, want %v", s, got, want)
+		if got, want := ValidName(s), re.MatchString(s); got != want {
+			t.Errorf("ValidName(%q) = %v, want %v", s, got, want)
 		}
 	}
 }

@@ -162,11 +162,12 @@ type Plugin struct {
 	configure   func(ctx context.Context, cfg Config) error
 }
 
-// validName reports whether s is 1 to 64 ASCII letters, digits and underscores. A
-// loop, not a regular expression: `{1,64}` compiles into a program of hundreds of
-// allocations at every process start, a cost each plugin and the agent paid before
-// main (about 0.2 ms each, far more on a cold start).
-func validName(s string) bool {
+// ValidName reports whether s can be a plugin's name: 1 to 64 ASCII letters, digits
+// and underscores. The agent holds every setting that names a plugin to the same rule.
+func ValidName(s string) bool {
+	// A loop, not a regular expression: `{1,64}` compiles into a program of hundreds
+	// of allocations at every process start, a cost each plugin and the agent paid
+	// before main (about 0.2 ms each, far more on a cold start).
 	if len(s) == 0 || len(s) > 64 {
 		return false
 	}
@@ -274,7 +275,7 @@ func (p *Plugin) Actions() []Action {
 
 // Validate reports what is wrong with the plugin's identity, if anything.
 func (p *Plugin) Validate() error {
-	if !validName(p.Name) {
+	if !ValidName(p.Name) {
 		return fmt.Errorf("plugin name %q: want 1-64 letters, digits or underscores", p.Name)
 	}
 	if strings.TrimSpace(p.Version) == "" {

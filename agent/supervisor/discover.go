@@ -10,27 +10,12 @@ import (
 	"strings"
 
 	"github.com/yuzugo/yuzu/agent/internal/manifest"
+	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/safefile"
 )
 
 // BinaryPrefix starts the file name of every plugin binary.
 const BinaryPrefix = "yuzu-plugin-"
-
-// validPluginName is the SDK's rule for a plugin's name: 1 to 64 ASCII letters, digits
-// and underscores. A loop rather than a regular expression, whose `{1,64}` costs
-// hundreds of allocations at every agent start.
-func validPluginName(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
 
 // binary is one plugin binary found in the plugin dir.
 type binary struct {
@@ -75,7 +60,7 @@ func discover(dir string) (map[string]*binary, error) {
 		b := &binary{name: name, path: path}
 		found[name] = b
 		switch {
-		case !validPluginName(name):
+		case !sdk.ValidName(name):
 			b.refused = &RefusedError{Path: path, Reason: "plugin name must be 1-64 letters, digits or underscores"}
 		case merr != nil && errors.Is(merr, fs.ErrNotExist):
 			b.refused = &RefusedError{Path: path, Reason: "no " + manifest.FileName + " in the plugin dir"}

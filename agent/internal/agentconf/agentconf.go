@@ -18,6 +18,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/rows"
 	"github.com/yuzugo/yuzu/sdk/safefile"
 )
@@ -96,24 +97,6 @@ type File struct {
 
 // Line is what an error names: the file and line.
 func (f *File) Line(n int) string { return fmt.Sprintf("%s:%d", f.Path, n) }
-
-// validPluginName is what a plugin's name may be here (the plugin dir's file names):
-// a lower-case letter or digit, then up to 63 of those, '_' and '-'. A loop rather
-// than a regular expression, whose `{0,63}` costs hundreds of allocations at every
-// agent start.
-func validPluginName(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		ok := 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || i > 0 && (c == '_' || c == '-')
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
 
 // Load reads path. keys are the settings a file may hold (the flags' names) with
 // their kinds. A missing file gives an error wrapping fs.ErrNotExist. The file must be
@@ -234,7 +217,7 @@ func (cf *File) plugins(n *yaml.Node) error {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		name := k.Value
-		if k.Kind != yaml.ScalarNode || !validPluginName(name) {
+		if k.Kind != yaml.ScalarNode || !sdk.ValidName(name) {
 			return fmt.Errorf("%s: plugins: %q is not a plugin name", cf.Line(k.Line), rows.Printable(name))
 		}
 		if _, dup := cf.Plugins[name]; dup {

@@ -121,6 +121,7 @@ func TestConfigFileErrors(t *testing.T) {
 		{"unknown limit key", "plugins:\n  tags:\n    limits:\n      memory: 5\n", `agent.yaml:4: unknown setting "plugins.tags.limits.memory"`},
 		{"bad limit number", "plugins:\n  tags:\n    limits: {cpus: lots}\n", `agent.yaml:3: plugins.tags.limits.cpus: "lots": want a number`},
 		{"bad plugin name", "plugins:\n  ../x: {enabled: false}\n", `agent.yaml:2: plugins: "../x" is not a plugin name`},
+		{"a name no plugin can have", "plugins:\n  fire-wall: {enabled: false}\n", `agent.yaml:2: plugins: "fire-wall" is not a plugin name`},
 		{"bad idle stop", "plugins:\n  tags:\n    idle-stop: soon\n", `agent.yaml:3: plugins.tags.idle-stop: "soon": want a duration like 10m, or 0 for never`},
 		{"negative idle stop", "plugins:\n  tags:\n    idle-stop: -1m\n", `agent.yaml:3: plugins.tags.idle-stop: "-1m"`},
 		{"bad top-level idle stop is blamed on the file", "idle-stop: often\n", `--idle-stop "often"`},
@@ -214,5 +215,20 @@ func TestConfigShow(t *testing.T) {
 	}
 	if strings.Contains(out, "s3cret") {
 		t.Errorf("config show prints the token:\n%s", out)
+	}
+}
+
+// --idle-stop names plugins by the SDK's rule, like the file and --plugin-limits.
+func TestIdleStopNames(t *testing.T) {
+	for v, want := range map[string]string{
+		"tags:1m;My_Plugin:0": "",
+		"fire-wall:1m":        `"fire-wall" is not a plugin name or *`,
+		"../x:1m":             `"../x" is not a plugin name or *`,
+		"tags:soon":           "tags:soon",
+	} {
+		_, err := parseIdleStop(v)
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("parseIdleStop(%q) = %v, want %q", v, err, want)
+		}
 	}
 }

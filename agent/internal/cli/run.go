@@ -19,6 +19,7 @@ import (
 	"github.com/yuzugo/yuzu/agent/internal/metrics"
 	"github.com/yuzugo/yuzu/agent/internal/session"
 	"github.com/yuzugo/yuzu/agent/supervisor"
+	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/atomicfile"
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
@@ -85,7 +86,7 @@ func parseIdleStop(v string) (map[string]time.Duration, error) {
 		if !ok {
 			name, d = "*", e
 		}
-		if name != "*" && !plainName(name) {
+		if name != "*" && !sdk.ValidName(name) {
 			return nil, usagef("--idle-stop %q: %q is not a plugin name or *", rows.Printable(v), rows.Printable(name))
 		}
 		dur, err := idleDuration(d)
@@ -95,20 +96,6 @@ func parseIdleStop(v string) (map[string]time.Duration, error) {
 		out[name] = dur
 	}
 	return out, nil
-}
-
-// plainName is what a plugin's name may be in a setting: 1 to 64 letters, digits,
-// underscores or dashes (the plugin dir's names; no regexp, so exec pays nothing for it).
-func plainName(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // idleDuration is one --idle-stop duration: 0 (any unit) is never.

@@ -10,6 +10,9 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 // Limits bound one plugin child and everything it starts. In a box's Limits a zero
@@ -81,6 +84,9 @@ func Parse(text string) (Set, error) {
 		name = strings.TrimSpace(name)
 		if !ok || name == "" {
 			return Set{}, fmt.Errorf("plugin limits: %q: want NAME:key=value", e)
+		}
+		if name != "*" && !sdk.ValidName(name) {
+			return Set{}, fmt.Errorf("plugin limits: %q is not a plugin name or *", rows.Printable(name))
 		}
 		entries = append(entries, entry{name, kv})
 	}

@@ -36,6 +36,8 @@ func TestParse(t *testing.T) {
 		"tags:tasks":                  "key=value",
 		"tags:tasks=20;tags:tasks=30": "twice",
 		":tasks=20":                   "NAME",
+		"../x:tasks=20":               "not a plugin name",
+		"fire-wall:tasks=20":          "not a plugin name",
 	} {
 		if _, err := Parse(text); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Parse(%q) = %v, want an error about %q", text, err, want)
