@@ -59,8 +59,10 @@ type Box struct {
 	// memory verdict then falls back on the peak, OOMKilled).
 	port windows.Handle
 	// memoryHits and tasksRefused count the port's memory-limit and
-	// process-limit messages read so far (drain).
+	// process-limit messages read so far (drain); active and activePeak follow its
+	// process starts and exits, the peak being what the job's counters lack.
 	memoryHits, tasksRefused int64
+	active, activePeak       int64
 	last                     Usage
 	closed                   bool
 }
@@ -74,6 +76,10 @@ type jobPort struct {
 // The job messages the box counts (JOB_OBJECT_MSG_*).
 const (
 	msgActiveProcessLimit = 3
+	msgActiveProcessZero  = 4
+	msgNewProcess         = 6
+	msgExitProcess        = 7
+	msgAbnormalExit       = 8
 	msgProcessMemoryLimit = 9
 	msgJobMemoryLimit     = 10
 )
@@ -143,8 +149,9 @@ func newPort(job windows.Handle) windows.Handle {
 var procGetQueuedCompletionStatus = windows.NewLazySystemDLL("kernel32.dll").NewProc("GetQueuedCompletionStatus")
 
 // drain reads every message waiting on the port, without waiting, and counts the
-// limit messages; b.mu is held. The messages of process starts and exits are read
-// and dropped, so that the queue does not grow with a plugin that starts many.
+// limit messages and the processes in the job; b.mu is held. Reading them also keeps
+// the queue from growing with a plugin that starts many processes. The messages come
+// in order, so the peak is exact however seldom the port is read.
 // GetQueuedCompletionStatus is called directly: for job messages its "overlapped"
 // out-value is a process id, not a pointer, and must not be kept in a Go pointer.
 func (b *Box) drain() {
@@ -167,6 +174,14 @@ func (b *Box) drain() {
 			b.memoryHits++
 		case msgActiveProcessLimit:
 			b.tasksRefused++
+		case msgNewProcess:
+			b.active++
+			b.activePeak = max(b.activePeak, b.active)
+		case msgExitProcess, msgAbnormalExit:
+			b.active = max(0, b.active-1)
+		case msgActiveProcessZero:
+			// Also the only message Wine posts when the job is terminated.
+			b.active = 0
 		}
 	}
 }
@@ -248,7 +263,7 @@ func (b *Box) Usage() Usage {
 // read reads the counters; b.mu is held.
 func (b *Box) read() Usage {
 	b.drain()
-	u := Usage{OOMKills: b.memoryHits, TasksRefused: b.tasksRefused}
+	u := Usage{OOMKills: b.memoryHits, TasksRefused: b.tasksRefused, TasksPeak: b.activePeak}
 	var ext windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION
 	if err := windows.QueryInformationJobObject(b.job, windows.JobObjectExtendedLimitInformation,
 		uintptr(unsafe.Pointer(&ext)), uint32(unsafe.Sizeof(ext)), nil); err == nil {

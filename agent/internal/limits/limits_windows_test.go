@@ -219,6 +219,10 @@ func TestJobKillEndsGrandchildren(t *testing.T) {
 			t.Errorf("process %d outlived Kill by a minute", pid)
 		}
 	}
+	// The peak, counted from the job's messages: the child and its two.
+	if u := box.Usage(); u.TasksPeak != 3 {
+		t.Errorf("process peak %d, want 3 (usage %+v)", u.TasksPeak, u)
+	}
 }
 
 // TestJobMemoryLimit: an allocation past the box's memory is refused. Wine keeps the
@@ -275,8 +279,8 @@ func post(t *testing.T, b *Box, code uint32, key uintptr, pid int) {
 // memory-limit message (the one Windows posts when it refuses an allocation in the
 // job) makes OOMKilled true and counts, so that the agent answers "plugin exceeded
 // its memory limit" however far below the limit the refused commit left the peak; a
-// process-limit message counts a refused start; other messages, and messages under
-// another key, change nothing. The messages are posted by the test, since Wine posts
+// process-limit message counts a refused start; process starts and exits make the
+// process peak; messages under another key change nothing. The messages are posted by the test, since Wine posts
 // no limit message (it enforces neither limit); the port, its association with the
 // job and the reading are the real ones.
 func TestJobLimitMessages(t *testing.T) {
@@ -288,10 +292,17 @@ func TestJobLimitMessages(t *testing.T) {
 		t.Fatalf("a sleeping child in a 512 MiB box is taken as over its memory: %+v", box.Usage())
 	}
 	pid := c.Process.Pid
-	post(t, box, 6, portKey, pid)                       // JOB_OBJECT_MSG_NEW_PROCESS
+	peak := box.Usage().TasksPeak // the child's own start
+	post(t, box, msgNewProcess, portKey, pid)
+	post(t, box, msgNewProcess, portKey, pid)
+	post(t, box, msgExitProcess, portKey, pid)
+	post(t, box, msgNewProcess, portKey, pid)
+	if u := box.Usage(); u.TasksPeak != peak+2 {
+		t.Fatalf("after two starts, an exit and a start: process peak %d, want %d", u.TasksPeak, peak+2)
+	}
 	post(t, box, msgProcessMemoryLimit, portKey+1, pid) // not the box's key
 	if u := box.Usage(); box.OOMKilled() || u.OOMKills != 0 || u.TasksRefused != 0 {
-		t.Fatalf("after a new-process message and a foreign one: OOMKilled %v, usage %+v; want nothing counted", box.OOMKilled(), u)
+		t.Fatalf("after process messages and a foreign one: OOMKilled %v, usage %+v; want nothing counted", box.OOMKilled(), u)
 	}
 	post(t, box, msgActiveProcessLimit, portKey, pid)
 	if u := box.Usage(); u.TasksRefused != 1 || box.OOMKilled() {
