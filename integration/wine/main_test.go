@@ -40,6 +40,7 @@ const (
 	sleeperExe  = "yuzu-plugin-sleeper.exe"
 	crasherExe  = "yuzu-plugin-crasher.exe"
 	hostileExe  = "yuzu-plugin-hostile.exe"
+	hogExe      = "yuzu-plugin-hog.exe"
 )
 
 // The Wine installation the Windows leg uses (scripts/wine.sh).
@@ -221,6 +222,7 @@ var builds = map[string]string{
 	sleeperExe: "./integration/testplugins/sleeper",
 	crasherExe: "./integration/testplugins/crasher",
 	hostileExe: "./integration/testplugins/hostile",
+	hogExe:     "./integration/testplugins/hog",
 }
 
 // buildAll builds every Windows binary with one go build, as `make build` would for

@@ -43,7 +43,8 @@ type Usage struct {
 	TasksRefused int64
 	// CPUSeconds is the CPU time used.
 	CPUSeconds float64
-	// OOMKills counts processes the kernel killed at the memory limit.
+	// OOMKills counts processes the kernel killed at the memory limit (on Windows,
+	// which refuses rather than kills: the allocations it refused there).
 	OOMKills int64
 }
 

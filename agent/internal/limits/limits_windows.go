@@ -15,7 +15,10 @@ import (
 // and JOB_OBJECT_LIMIT_PROCESS_MEMORY for each process), a hard CPU rate cap and
 // ActiveProcessLimit, everything the child starts being in the job too. Windows does
 // not kill at the memory limit: allocations past it fail, which ends a Go plugin with
-// "out of memory".
+// "out of memory". Each refusal is posted to the job's completion port (as is each
+// process start refused at ActiveProcessLimit), which is how the box knows that a
+// child ended over its memory: the peak alone cannot tell, since a refused commit of
+// 64 MiB leaves the peak up to 64 MiB short of the limit.
 
 // Host makes boxes.
 type Host struct {
@@ -52,9 +55,38 @@ type Box struct {
 	limits Limits
 	mu     sync.Mutex
 	job    windows.Handle
-	last   Usage
-	closed bool
+	// port is the job's completion port, 0 where it could not be associated (the
+	// memory verdict then falls back on the peak, OOMKilled).
+	port windows.Handle
+	// memoryHits and tasksRefused count the port's memory-limit and
+	// process-limit messages read so far (drain); active and activePeak follow its
+	// process starts and exits, the peak being what the job's counters lack.
+	memoryHits, tasksRefused int64
+	active, activePeak       int64
+	last                     Usage
+	closed                   bool
 }
+
+// jobPort is JOBOBJECT_ASSOCIATE_COMPLETION_PORT.
+type jobPort struct {
+	Key  uintptr
+	Port windows.Handle
+}
+
+// The job messages the box counts (JOB_OBJECT_MSG_*).
+const (
+	msgActiveProcessLimit = 3
+	msgActiveProcessZero  = 4
+	msgNewProcess         = 6
+	msgExitProcess        = 7
+	msgAbnormalExit       = 8
+	msgProcessMemoryLimit = 9
+	msgJobMemoryLimit     = 10
+)
+
+// portKey tells the box's own messages from any other completion on its port (there
+// is none; the port is the box's alone).
+const portKey = 0x79757a75 // "yuzu"
 
 // jobCPURate is JOBOBJECT_CPU_RATE_CONTROL_INFORMATION with a CpuRate (the union's
 // first member): the share of all processors, in hundredths of a percent.
@@ -94,7 +126,64 @@ func (h *Host) Box(_ string, l Limits) (*Box, error) {
 		_ = windows.CloseHandle(job)
 		return nil, fmt.Errorf("job CPU rate: %w", err)
 	}
-	return &Box{limits: l, job: job}, nil
+	return &Box{limits: l, job: job, port: newPort(job)}, nil
+}
+
+// newPort associates a completion port of its own with job, before any process is in
+// it, and returns it; 0 when that fails (the box still limits, OOMKilled then judges
+// by the peak).
+func newPort(job windows.Handle) windows.Handle {
+	port, err := windows.CreateIoCompletionPort(windows.InvalidHandle, 0, 0, 1)
+	if err != nil {
+		return 0
+	}
+	a := jobPort{Key: portKey, Port: port}
+	if _, err := windows.SetInformationJobObject(job, windows.JobObjectAssociateCompletionPortInformation,
+		uintptr(unsafe.Pointer(&a)), uint32(unsafe.Sizeof(a))); err != nil {
+		_ = windows.CloseHandle(port)
+		return 0
+	}
+	return port
+}
+
+var procGetQueuedCompletionStatus = windows.NewLazySystemDLL("kernel32.dll").NewProc("GetQueuedCompletionStatus")
+
+// drain reads every message waiting on the port, without waiting, and counts the
+// limit messages and the processes in the job; b.mu is held. Reading them also keeps
+// the queue from growing with a plugin that starts many processes. The messages come
+// in order, so the peak is exact however seldom the port is read.
+// GetQueuedCompletionStatus is called directly: for job messages its "overlapped"
+// out-value is a process id, not a pointer, and must not be kept in a Go pointer.
+func (b *Box) drain() {
+	if b.port == 0 {
+		return
+	}
+	for range 1 << 16 { // bounded: a queue refilled as fast as it is read ends here
+		var code uint32
+		var key, value uintptr
+		r, _, _ := procGetQueuedCompletionStatus.Call(uintptr(b.port), uintptr(unsafe.Pointer(&code)),
+			uintptr(unsafe.Pointer(&key)), uintptr(unsafe.Pointer(&value)), 0)
+		if r == 0 {
+			return // WAIT_TIMEOUT: the queue is empty
+		}
+		if key != portKey {
+			continue
+		}
+		switch code {
+		case msgProcessMemoryLimit, msgJobMemoryLimit:
+			b.memoryHits++
+		case msgActiveProcessLimit:
+			b.tasksRefused++
+		case msgNewProcess:
+			b.active++
+			b.activePeak = max(b.activePeak, b.active)
+		case msgExitProcess, msgAbnormalExit:
+			b.active = max(0, b.active-1)
+		case msgActiveProcessZero:
+			// Also the only message Wine posts when the job is terminated.
+			b.active = 0
+		}
+	}
 }
 
 // setCPURate caps job at cpus CPUs' worth of time, a hard cap.
@@ -153,6 +242,9 @@ func (b *Box) Close() {
 	b.last = b.read()
 	b.closed = true
 	_ = windows.CloseHandle(b.job)
+	if b.port != 0 {
+		_ = windows.CloseHandle(b.port)
+	}
 }
 
 // Usage returns the job's counters.
@@ -170,7 +262,8 @@ func (b *Box) Usage() Usage {
 
 // read reads the counters; b.mu is held.
 func (b *Box) read() Usage {
-	var u Usage
+	b.drain()
+	u := Usage{OOMKills: b.memoryHits, TasksRefused: b.tasksRefused, TasksPeak: b.activePeak}
 	var ext windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION
 	if err := windows.QueryInformationJobObject(b.job, windows.JobObjectExtendedLimitInformation,
 		uintptr(unsafe.Pointer(&ext)), uint32(unsafe.Sizeof(ext)), nil); err == nil {
@@ -190,12 +283,18 @@ func (b *Box) read() Usage {
 	return u
 }
 
-// OOMKilled says the job's memory peak reached its limit: Windows refuses the
-// allocation rather than killing, and keeps no count of refusals, so reaching the
-// limit within 1 MiB is taken as the cause of an exit.
+// OOMKilled says an allocation in the box was refused at its memory limit (Windows
+// refuses rather than kills, and the refusal ends a Go plugin): the job's port said
+// so. Without a port the peak is all there is, and reaching the limit within 1 MiB is
+// taken as the cause of an exit; that misses a refusal of a commit larger than the
+// gap left.
 func (b *Box) OOMKilled() bool {
 	if b == nil {
 		return false
 	}
-	return b.Usage().MemoryPeak >= b.limits.MemoryBytes-(1<<20)
+	u := b.Usage()
+	if b.port != 0 {
+		return u.OOMKills > 0
+	}
+	return u.MemoryPeak >= b.limits.MemoryBytes-(1<<20)
 }

@@ -32,6 +32,13 @@ func boxChild(mode string) int {
 	switch {
 	case mode == "sleep":
 		time.Sleep(2 * time.Minute)
+	case mode == "spin":
+		// One thread busy for 3 s of wall time, then the CPU time it got.
+		start := time.Now()
+		for time.Since(start) < 3*time.Second {
+		}
+		fmt.Println("spun")
+		time.Sleep(2 * time.Minute)
 	case strings.HasPrefix(mode, "alloc="):
 		// Commit (not only reserve) the memory: commit is what a job's memory limit
 		// counts.
@@ -212,13 +219,22 @@ func TestJobKillEndsGrandchildren(t *testing.T) {
 			t.Errorf("process %d outlived Kill by a minute", pid)
 		}
 	}
+	// The peak, counted from the job's messages: the child and its two.
+	if u := box.Usage(); u.TasksPeak != 3 {
+		t.Errorf("process peak %d, want 3 (usage %+v)", u.TasksPeak, u)
+	}
 }
 
 // TestJobMemoryLimit: an allocation past the box's memory is refused. Wine keeps the
 // limit but does not enforce it: there the test says so and stops.
 func TestJobMemoryLimit(t *testing.T) {
-	_, _, line := boxed(t, "alloc=256", Limits{MemoryBytes: 64 << 20, CPUs: 1, Tasks: 16})
+	box, _, line := boxed(t, "alloc=256", Limits{MemoryBytes: 64 << 20, CPUs: 1, Tasks: 16})
 	if strings.HasPrefix(line, "refused") {
+		// The refusal is what makes the agent answer "plugin exceeded its memory
+		// limit": the box must have heard of it.
+		if !box.OOMKilled() {
+			t.Errorf("the commit was refused (%s) but the box does not say so: usage %+v", line, box.Usage())
+		}
 		return
 	}
 	if line == "allocated" && underWine() {
@@ -230,17 +246,110 @@ func TestJobMemoryLimit(t *testing.T) {
 // TestJobProcessLimit: the box holds at most Tasks processes. Wine does not enforce
 // ActiveProcessLimit: there the test says so and stops.
 func TestJobProcessLimit(t *testing.T) {
-	_, _, line := boxed(t, "spawn=4", Limits{MemoryBytes: 512 << 20, CPUs: 1, Tasks: 3})
+	box, _, line := boxed(t, "spawn=4", Limits{MemoryBytes: 512 << 20, CPUs: 1, Tasks: 3})
 	f := strings.Fields(line)
 	if len(f) < 2 || f[0] != "started" {
 		t.Fatalf("child said %q", line)
 	}
 	n, _ := strconv.Atoi(f[1])
 	if n <= 2 {
-		return // the child and two grandchildren: the third was refused
+		// The child and two grandchildren: the third was refused, and counted.
+		if u := box.Usage(); u.TasksRefused < 1 {
+			t.Errorf("%d of 4 grandchildren started under a limit of 3, but the box counts no refusal: %+v", n, u)
+		}
+		return
 	}
 	if underWine() {
 		t.Skipf("Wine does not enforce a job's active process limit (%d of 4 grandchildren started under a limit of 3); only real Windows can show the refusal", n)
 	}
 	t.Fatalf("%d grandchildren started in a box of 3 processes (the child is one), want at most 2", n)
+}
+
+var procPostQueuedCompletionStatus = windows.NewLazySystemDLL("kernel32.dll").NewProc("PostQueuedCompletionStatus")
+
+// post puts a job message on the box's port, as Windows does when a limit is hit.
+func post(t *testing.T, b *Box, code uint32, key uintptr, pid int) {
+	t.Helper()
+	if r, _, err := procPostQueuedCompletionStatus.Call(uintptr(b.port), uintptr(code), key, uintptr(pid)); r == 0 {
+		t.Fatalf("PostQueuedCompletionStatus: %v", err)
+	}
+}
+
+// TestJobLimitMessages: the box's verdicts come from its job's completion port. A
+// memory-limit message (the one Windows posts when it refuses an allocation in the
+// job) makes OOMKilled true and counts, so that the agent answers "plugin exceeded
+// its memory limit" however far below the limit the refused commit left the peak; a
+// process-limit message counts a refused start; process starts and exits make the
+// process peak; messages under another key change nothing. The messages are posted by the test, since Wine posts
+// no limit message (it enforces neither limit); the port, its association with the
+// job and the reading are the real ones.
+func TestJobLimitMessages(t *testing.T) {
+	box, c, _ := boxed(t, "sleep", Limits{MemoryBytes: 512 << 20, CPUs: 1, Tasks: 16})
+	if box.port == 0 {
+		t.Fatal("the box has no completion port: its memory verdict would rest on the peak alone")
+	}
+	if box.OOMKilled() {
+		t.Fatalf("a sleeping child in a 512 MiB box is taken as over its memory: %+v", box.Usage())
+	}
+	pid := c.Process.Pid
+	peak := box.Usage().TasksPeak // the child's own start
+	post(t, box, msgNewProcess, portKey, pid)
+	post(t, box, msgNewProcess, portKey, pid)
+	post(t, box, msgExitProcess, portKey, pid)
+	post(t, box, msgNewProcess, portKey, pid)
+	if u := box.Usage(); u.TasksPeak != peak+2 {
+		t.Fatalf("after two starts, an exit and a start: process peak %d, want %d", u.TasksPeak, peak+2)
+	}
+	post(t, box, msgProcessMemoryLimit, portKey+1, pid) // not the box's key
+	if u := box.Usage(); box.OOMKilled() || u.OOMKills != 0 || u.TasksRefused != 0 {
+		t.Fatalf("after process messages and a foreign one: OOMKilled %v, usage %+v; want nothing counted", box.OOMKilled(), u)
+	}
+	post(t, box, msgActiveProcessLimit, portKey, pid)
+	if u := box.Usage(); u.TasksRefused != 1 || box.OOMKilled() {
+		t.Fatalf("after a process-limit message: usage %+v, OOMKilled %v; want one refused start, no memory verdict", u, box.OOMKilled())
+	}
+	post(t, box, msgProcessMemoryLimit, portKey, pid)
+	post(t, box, msgJobMemoryLimit, portKey, pid)
+	if u := box.Usage(); u.OOMKills != 2 || !box.OOMKilled() {
+		t.Fatalf("after a process- and a job-memory message: usage %+v, OOMKilled %v; want 2 and true", u, box.OOMKilled())
+	}
+	// The verdict outlives the job, as the agent reads it after the child's exit.
+	box.Kill()
+	box.Close()
+	if u := box.Usage(); !box.OOMKilled() || u.OOMKills != 2 || u.TasksRefused != 1 {
+		t.Fatalf("after Close: usage %+v, OOMKilled %v; want the counts kept", u, box.OOMKilled())
+	}
+}
+
+// TestJobCPURate: a child that keeps one thread busy gets no more than its box's CPU
+// share. Wine's jobs refuse the cap (JobObjectCpuRateControlInformation: invalid
+// parameter) and count no CPU time, so there the box claims no CPU limit (checked
+// here) and the test says so and stops.
+func TestJobCPURate(t *testing.T) {
+	h := New()
+	if h.Unavailable() != "" {
+		if !underWine() {
+			t.Fatalf("this Windows takes no CPU rate cap: %s", h.Unavailable())
+		}
+		box, err := h.Box("test", Limits{MemoryBytes: 512 << 20, CPUs: 0.5, Tasks: 16})
+		if err != nil {
+			t.Fatalf("Box: %v", err)
+		}
+		defer box.Close()
+		if box.Limits().CPUs != 0 {
+			t.Errorf("a box claims a CPU limit of %v where jobs take none", box.Limits().CPUs)
+		}
+		t.Skipf("Wine refuses a job's CPU rate cap (%s); only real Windows can show the cap", h.Unavailable())
+	}
+	const cpus = 0.25
+	box, _, line := boxed(t, "spin", Limits{MemoryBytes: 512 << 20, CPUs: cpus, Tasks: 16})
+	if line != "spun" {
+		t.Fatalf("child said %q, want spun", line)
+	}
+	// 3 s of wall time at a quarter CPU is 0.75 s; a hard cap is kept per scheduling
+	// interval, so allow up to twice that, still well short of the 3 s it would get
+	// unbounded.
+	if got := box.Usage().CPUSeconds; got > 2*cpus*3 || got <= 0 {
+		t.Errorf("CPU time of a child busy for 3 s in a box of %v CPU: %.2f s, want above 0 and at most %.2f s", cpus, got, 2*cpus*3)
+	}
 }

@@ -280,7 +280,7 @@ func (m *Metrics) boxFamilies() []family {
 			func(st *supervisor.Status) (float64, bool) { return used(st.Usage.TasksPeak) }},
 		{"yuzu_agent_plugin_tasks_refused_total", "Forks refused at a plugin box's task limit, for its current child.", "counter",
 			func(st *supervisor.Status) (float64, bool) { return used(st.Usage.TasksRefused) }},
-		{"yuzu_agent_plugin_oom_kills_total", "Processes killed at a plugin box's memory limit, for its current child.", "counter",
+		{"yuzu_agent_plugin_oom_kills_total", "Processes killed at a plugin box's memory limit (on Windows: allocations refused there), for its current child.", "counter",
 			func(st *supervisor.Status) (float64, bool) { return used(st.Usage.OOMKills) }},
 		{"yuzu_agent_plugin_cpu_seconds_total", "CPU time a plugin's current child and its processes used.", "counter",
 			func(st *supervisor.Status) (float64, bool) { return st.Usage.CPUSeconds, true }},

@@ -17,7 +17,19 @@ import (
 	"github.com/yuzugo/yuzu/sdk"
 )
 
+// sleepEnv, set in the environment of the processes spawn starts, makes hog sleep
+// that many seconds instead of serving: a process that stays in the box, on any system.
+const sleepEnv = "YUZU_HOG_SLEEP"
+
 func main() {
+	if s := os.Getenv(sleepEnv); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 || n > 3600 {
+			os.Exit(2)
+		}
+		time.Sleep(time.Duration(n) * time.Second)
+		return
+	}
 	sdk.Serve(newPlugin())
 }
 
@@ -25,6 +37,7 @@ func newPlugin() *sdk.Plugin {
 	p := testplugin.New("hog", "Integration test plugin: uses more than its box allows")
 	p.Handle("alloc", alloc, sdk.Describe("Allocates mib MiB and touches every page, then answers allocated|MiB"))
 	p.Handle("forkbomb", forkbomb, sdk.Describe("Starts a shell fork bomb whose processes carry the tag, answers started|pid and leaves it running"))
+	p.Handle("spawn", spawn, sdk.Describe("Starts n copies of itself that sleep seconds each, answers spawned|N and refused|ERROR for the first start refused"))
 	p.Handle("escape", escape, sdk.Describe("Starts a sleep that double-forks away (its parent exits) into a session of its own, answers escaped|pid"))
 	return p.Plugin
 }
@@ -95,5 +108,40 @@ func escape(ctx context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result,
 		}
 	}
 	out.Row("escaped", strconv.Itoa(pid))
+	return sdk.Done(), nil
+}
+
+// spawn starts processes that stay in the box until they end (on Windows, where a
+// fork bomb needs a shell the system lacks, this is how a box's process limit is
+// reached). It stops at the first start refused and says why.
+func spawn(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
+	n, ok := req.Params.Int("n", 0)
+	if !ok || n <= 0 || n > 1000 {
+		return out.Fail("n must be a number from 1 to 1000"), nil
+	}
+	seconds, ok := req.Params.Int("seconds", 60)
+	_, given := req.Params.Required("seconds")
+	if (given == nil && !ok) || seconds < 0 || seconds > 3600 {
+		return out.Fail("seconds must be a number from 0 to 3600"), nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return sdk.Result{}, err
+	}
+	started := 0
+	var refused error
+	for range n {
+		c := exec.Command(self)
+		c.Env = append(os.Environ(), sleepEnv+"="+strconv.Itoa(seconds))
+		if refused = c.Start(); refused != nil {
+			break
+		}
+		go func() { _ = c.Wait() }()
+		started++
+	}
+	out.Row("spawned", strconv.Itoa(started))
+	if refused != nil {
+		out.Row("refused", refused.Error())
+	}
 	return sdk.Done(), nil
 }
