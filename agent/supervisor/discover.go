@@ -83,7 +83,8 @@ func discover(dir string) (map[string]*binary, error) {
 
 // checkFile refuses anything but a regular file (not a symbolic link) owned by root or
 // the agent's user that nobody else can change. It is the early check that lets
-// `plugins` show a refusal; the launcher checks again on the descriptor it runs.
+// `plugins` show a refusal; the launcher checks again on the descriptor it runs. On
+// Windows safefile.TrustedPath opens the file to read its owner and DACL.
 func checkFile(path string) error {
 	fi, err := os.Lstat(path)
 	if err != nil {
@@ -92,7 +93,7 @@ func checkFile(path string) error {
 	if !fi.Mode().IsRegular() {
 		return &RefusedError{Path: path, Reason: "is " + safefile.Describe(fi.Mode()) + ", not a regular file"}
 	}
-	if err := safefile.Trusted(fi, false); err != nil {
+	if err := safefile.TrustedPath(path, fi, false); err != nil {
 		return &RefusedError{Path: path, Reason: err.Error()}
 	}
 	return nil

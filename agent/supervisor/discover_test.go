@@ -63,7 +63,7 @@ func TestDiscover(t *testing.T) {
 	}
 	if runtime.GOOS == "windows" {
 		// Mode bits mean nothing there: who may write a binary is its ACL's business
-		// (safefile.Trusted, docs/agent.md), so 0775 is no reason to refuse.
+		// (safefile.TrustedPath, docs/agent.md), and Wine maps no group bits into the DACL, so 0775 is no reason to refuse there.
 		delete(wants, "writable")
 		if bins["writable"].refused != nil {
 			t.Errorf("writable: refused on Windows: %v", bins["writable"].refused)

@@ -45,7 +45,7 @@ func openImage(b Binary) (*image, error) {
 	if err != nil {
 		return nil, refuse(err.Error())
 	}
-	if err := safefile.Trusted(fi, false); err != nil {
+	if err := safefile.TrustedFile(f, fi, false); err != nil {
 		f.Close()
 		return nil, refuse(err.Error())
 	}

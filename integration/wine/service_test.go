@@ -223,7 +223,7 @@ func TestWindowsConfigFileDACL(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := runExe(t, nil, agent, "--config", winPath(conf), "config", "show")
-	if r.code != 2 || !strings.Contains(r.stderr, "is writable by") || !strings.Contains(r.stderr, "S-1-1-0") {
+	if r.code != 2 || !strings.Contains(r.stderr, "writable by") || !strings.Contains(r.stderr, "S-1-1-0") {
 		t.Errorf("config show of a 0666 file (want exit 2 naming Everyone):\n%s", r)
 	}
 }

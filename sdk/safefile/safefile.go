@@ -6,7 +6,9 @@
 // Open never follows a symbolic link in the last component, never blocks on a FIFO,
 // and checks on the open descriptor (not on a separate stat) that it holds a regular
 // file; ReadFile adds a size bound. Owned and Trusted check who may have written a
-// file or directory.
+// file or directory from its stat (owner and mode bits), which on Windows says
+// nothing; TrustedFile and TrustedPath check the same on every system, reading the
+// owner and DACL of the file itself on Windows.
 package safefile
 
 import (

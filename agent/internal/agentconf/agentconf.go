@@ -101,19 +101,17 @@ func (f *File) Line(n int) string { return fmt.Sprintf("%s:%d", f.Path, n) }
 // Load reads path. keys are the settings a file may hold (the flags' names) with
 // their kinds. A missing file gives an error wrapping fs.ErrNotExist. The file must be
 // a regular file (no link is followed), owned by root or the agent's user and not
-// writable by group or others (on Windows: owned by SYSTEM, Administrators or the
-// agent's user, with a DACL that lets nobody else write it), and at most MaxBytes: the agent runs as root and takes
-// TLS files and plugin limits from it.
+// writable by group or others (on Windows: owned by SYSTEM, Administrators,
+// TrustedInstaller or the agent's user, with a DACL that lets nobody else write it,
+// read from the open file by safefile.TrustedFile), and at most MaxBytes: the agent
+// runs as root and takes TLS files and plugin limits from it.
 func Load(path string, keys map[string]Kind) (*File, error) {
 	f, fi, err := safefile.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if err := safefile.Trusted(fi, false); err != nil {
-		return nil, fmt.Errorf("configuration file %s: %w", path, err)
-	}
-	if err := checkFileACL(f); err != nil {
+	if err := safefile.TrustedFile(f, fi, false); err != nil {
 		return nil, fmt.Errorf("configuration file %s: %w", path, err)
 	}
 	b, err := safefile.ReadAll(f, fi, MaxBytes)

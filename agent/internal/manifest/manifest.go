@@ -76,7 +76,7 @@ func Read(dir string) (Manifest, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if err := safefile.Trusted(fi, false); err != nil {
+	if err := safefile.TrustedFile(f, fi, false); err != nil {
 		return nil, fmt.Errorf("%s is %w", path, err)
 	}
 	data, err := safefile.ReadAll(f, fi, MaxBytes)
