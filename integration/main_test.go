@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
@@ -79,6 +80,24 @@ func TestMain(m *testing.M) {
 	if !explicit {
 		_ = flag.Set("test.parallel", fmt.Sprint(defaultParallel))
 	}
+	// A machine without Go (the cgroup v2 virtual machine of scripts/test-cgroup2.sh)
+	// runs this test binary on binaries built beforehand: YUZU_INTEGRATION_BUILD_ONLY=1
+	// with YUZU_INTEGRATION_BIN=DIR builds them into DIR and exits, and
+	// YUZU_INTEGRATION_BIN=DIR alone uses what DIR holds.
+	if dir := os.Getenv(binEnv); dir != "" {
+		if os.Getenv(buildOnlyEnv) == "1" {
+			if err := buildAll(dir); err != nil {
+				fmt.Fprintln(os.Stderr, "integration: building the binaries failed:", err)
+				os.Exit(1)
+			}
+			os.Exit(0)
+		}
+		if err := usePrebuilt(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "integration: the binaries in", binEnv+"="+dir+":", err)
+			os.Exit(1)
+		}
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "yuzu-integration-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration:", err)
@@ -92,6 +111,33 @@ func TestMain(m *testing.M) {
 	}
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// The environment of a run on binaries built beforehand (TestMain).
+const (
+	binEnv       = "YUZU_INTEGRATION_BIN"
+	buildOnlyEnv = "YUZU_INTEGRATION_BUILD_ONLY"
+)
+
+// usePrebuilt takes the binaries buildAll left in dir: every name of builds that is
+// there (a test of a missing one fails in makePluginDir, by name). Tests that need the
+// repository (built.root) cannot run this way.
+func usePrebuilt(dir string) error {
+	built.binDir, built.sums = dir, map[string]string{}
+	for n := range builds {
+		sum, err := fileSHA256(filepath.Join(dir, n))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		built.sums[n] = sum
+	}
+	if _, ok := built.sums[agentBin]; !ok {
+		return fmt.Errorf("no %s", agentBin)
+	}
+	return nil
 }
 
 // buildAll builds every binary into dir with one `go build` (the workspace resolves
