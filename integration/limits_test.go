@@ -3,12 +3,19 @@
 package integration
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,9 +41,23 @@ func needBoxes(t *testing.T, log string, what ...string) {
 	line, _, _ := strings.Cut(log[i:], "\n")
 	for _, w := range what {
 		if strings.Contains(line, w) {
-			t.Skipf("this machine cannot box plugins (%s): %s", w, line)
+			noBoxes(t, "this machine cannot box plugins (%s): %s", w, line)
 		}
 	}
+}
+
+// boxesRequiredEnv, set to 1, turns every "cannot box here" skip into a failure: the
+// cgroup v2 virtual machine (scripts/test-cgroup2.sh) has every controller, so a
+// test there that finds none found a bug.
+const boxesRequiredEnv = "YUZU_BOXES_REQUIRED"
+
+// noBoxes skips the test, or fails it where boxes are required, saying why.
+func noBoxes(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv(boxesRequiredEnv) == "1" {
+		t.Fatalf("boxes are required here ("+boxesRequiredEnv+"=1), but "+format, args...)
+	}
+	t.Skipf(format, args...)
 }
 
 // freeAddr returns a loopback address no one listens on.
@@ -233,4 +254,165 @@ func TestBoxEndsEscapedAfterAgentKill(t *testing.T) {
 	}
 	a.wait(t, 10*time.Second)
 	waitFor(t, 20*time.Second, "the escaped sleep to be gone after the agent's SIGKILL", func() bool { return gone(pid, cmdline) })
+}
+
+// ownV2 returns the cgroup v2 mount point and this process's cgroup directory in it,
+// or skips the test saying why there is none to test in.
+func ownV2(t *testing.T) (mountDir, dir string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		noBoxes(t, "making cgroups needs root")
+	}
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(mi), "\n") {
+		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS... - TYPE SOURCE SUPER
+		pre, post, ok := strings.Cut(line, " - ")
+		if f := strings.Fields(pre); ok && len(f) >= 5 && strings.HasPrefix(post, "cgroup2 ") && f[3] == "/" {
+			mountDir = f[4]
+			break
+		}
+	}
+	if mountDir == "" {
+		noBoxes(t, "no cgroup v2 hierarchy is mounted (with its root) here")
+	}
+	own, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(own), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			return mountDir, filepath.Join(mountDir, p)
+		}
+	}
+	noBoxes(t, "this process has no cgroup v2 entry in /proc/self/cgroup")
+	return "", ""
+}
+
+// serviceCgroup makes a fresh cgroup v2 child of this process's cgroup, as a service
+// manager makes one per service, with every box controller the parent can give it,
+// and returns it open for UseCgroupFD. It is removed when the test ends.
+func serviceCgroup(t *testing.T, parent, name string) (string, int) {
+	t.Helper()
+	dir := filepath.Join(parent, fmt.Sprintf("%s-%d-%d", name, os.Getpid(), time.Now().UnixNano()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		noBoxes(t, "cannot make a cgroup in %s: %v", parent, err)
+	}
+	for _, c := range []string{"memory", "cpu", "pids"} {
+		// Refused where the parent holds processes itself or lacks the controller:
+		// the agent then finds fewer controllers, which the test reads below.
+		_ = os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+"+c), 0)
+	}
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Close(fd)
+		// Leaves first; whatever a failed test left inside is killed so rmdir can work.
+		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				_ = os.WriteFile(filepath.Join(p, "cgroup.kill"), []byte("1"), 0)
+			}
+			return nil
+		})
+		time.Sleep(50 * time.Millisecond)
+		var dirs []string
+		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		for i := len(dirs) - 1; i >= 0; i-- {
+			if err := os.Remove(dirs[i]); err != nil {
+				t.Errorf("removing the test's cgroup: %v", err)
+			}
+		}
+	})
+	return dir, fd
+}
+
+// runInCgroup runs the agent with args, forked straight into the cgroup open as fd.
+func runInCgroup(t *testing.T, fd int, args ...string) run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), agentTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binPath(agentBin), args...)
+	cmd.Env = baseEnv()
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := run{stdout: stdout.String(), stderr: stderr.String()}
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exitErr) && exitErr.Exited():
+		r.code = exitErr.ExitCode()
+	default:
+		t.Fatalf("yuzu-agent %s: %v\n%s", strings.Join(args, " "), err, r)
+	}
+	return r
+}
+
+// TestBoxDelegatedCgroup: an agent alone in a cgroup of its own (what systemd's
+// Delegate=yes gives a service) moves itself into a leaf of it, hands its controllers
+// down and boxes its plugins beside that leaf, so a plugin over its memory limit is
+// killed there; an agent that shares its cgroup says so and still serves.
+func TestBoxDelegatedCgroup(t *testing.T) {
+	mountDir, parent := ownV2(t)
+	w := newWorld(t, tagsBin, hogBin)
+	args := func(more ...string) []string {
+		return append([]string{"--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "--log-level", "debug", "exec"}, more...)
+	}
+	t.Run("alone", func(t *testing.T) {
+		svc, fd := serviceCgroup(t, parent, "yuzu-test-service")
+		given, _ := os.ReadFile(filepath.Join(svc, "cgroup.controllers"))
+		r := runInCgroup(t, fd, args("hog", "alloc", "mib=2048")...)
+		needBoxes(t, r.stderr, "memory")
+		if r.stdout != agentError("plugin exceeded its memory limit (512 MiB)") || r.code != 1 {
+			t.Errorf("a 2 GiB allocation in the delegated cgroup: %s", r)
+		}
+		// The boxes' directory is beside the agent's leaf, with what it was given.
+		var in []string
+		for _, c := range []string{"memory", "cpu", "pids"} {
+			if slices.Contains(strings.Fields(string(given)), c) {
+				in = append(in, c)
+			}
+		}
+		where := "v2 " + filepath.Join(svc, "plugins-1") + " (" + strings.Join(in, ",") + ")"
+		if !strings.Contains(r.stderr, where) {
+			t.Errorf("the log does not place the boxes at %q:\n%s", where, r.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(svc, "yuzu-agent")); err != nil {
+			t.Errorf("the agent did not move into its leaf: %v", err)
+		}
+		left, _ := filepath.Glob(filepath.Join(svc, "plugins-*"))
+		if len(left) != 0 {
+			t.Errorf("boxes left after the agent ended: %v", left)
+		}
+		t.Logf("cgroup v2 at %s; the service cgroup was given %q; boxes: %s", mountDir, strings.TrimSpace(string(given)), where)
+	})
+	t.Run("shared", func(t *testing.T) {
+		svc, fd := serviceCgroup(t, parent, "yuzu-test-shared")
+		other := exec.Command("/bin/sleep", "60")
+		other.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+		if err := other.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
+		r := runInCgroup(t, fd, args("tags", "count")...)
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "count|0\n") {
+			t.Errorf("tags count beside another process: %s", r)
+		}
+		if want := "the agent shares its cgroup " + svc + " with 1 other processes"; !strings.Contains(r.stderr, want) {
+			t.Errorf("the log does not say %q:\n%s", want, r.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(svc, "yuzu-agent")); !os.IsNotExist(err) {
+			t.Errorf("the agent made a leaf in a cgroup it shares: %v", err)
+		}
+	})
 }
