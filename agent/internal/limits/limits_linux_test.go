@@ -20,9 +20,19 @@ func newBox(t *testing.T, l Limits) (*Host, *Box) {
 		t.Fatal(err)
 	}
 	if b == nil {
-		t.Skipf("no cgroups here: %s", h.Unavailable())
+		noBoxes(t, "no cgroups here: %s", h.Unavailable())
 	}
 	return h, b
+}
+
+// noBoxes skips the test, or fails it where YUZU_BOXES_REQUIRED=1 says this machine
+// has every controller in cgroup v2 (the virtual machine of scripts/test-cgroup2.sh).
+func noBoxes(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("YUZU_BOXES_REQUIRED") == "1" {
+		t.Fatalf("boxes are required here (YUZU_BOXES_REQUIRED=1), but "+format, args...)
+	}
+	t.Skipf(format, args...)
 }
 
 // A box holds what its child starts, also a process that left the child's session
@@ -54,7 +64,7 @@ func TestBoxKillsEverything(t *testing.T) {
 		}
 	}
 	if b.v2 == "" {
-		t.Skip("no cgroup v2: the child joins its v1 cgroups only after its start, too late for this shell")
+		noBoxes(t, "no cgroup v2: the child joins its v1 cgroups only after its start, too late for this shell")
 	}
 	if u := b.Usage(); !u.Known {
 		t.Errorf("usage unknown: %+v", u)
@@ -90,6 +100,34 @@ func TestBoxClaimsOnlyEnforcedLimits(t *testing.T) {
 	} {
 		if got := c.h.enforced(l); got != c.want {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+// On a host whose cgroup v2 offers every controller (YUZU_BOXES_REQUIRED=1 says so),
+// the boxes take all three from v2 and nothing from v1, and nothing is said missing.
+func TestHostTakesEveryControllerFromV2(t *testing.T) {
+	if os.Getenv("YUZU_BOXES_REQUIRED") != "1" {
+		t.Skip("only where YUZU_BOXES_REQUIRED=1 says every controller is in cgroup v2 (scripts/test-cgroup2.sh)")
+	}
+	h := New()
+	defer h.Close()
+	if why := h.Unavailable(); why != "" {
+		t.Errorf("Unavailable: %s", why)
+	}
+	for _, c := range controllers {
+		if !h.in2[c] {
+			t.Errorf("%s not taken from v2 (boxes: %s)", c, h.Where())
+		}
+	}
+	if len(h.v1) != 0 {
+		t.Errorf("v1 used: %v", h.v1)
+	}
+	_, b := newBox(t, Limits{MemoryBytes: 64 << 20, CPUs: 0.5, Tasks: 16})
+	for file, want := range map[string]string{"memory.max": "67108864", "cpu.max": "50000 100000", "pids.max": "16", "memory.oom.group": "1"} {
+		got, err := os.ReadFile(b.v2 + "/" + file)
+		if err != nil || strings.TrimSpace(string(got)) != want {
+			t.Errorf("%s: %q (%v), want %q", file, got, err, want)
 		}
 	}
 }
