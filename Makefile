@@ -21,7 +21,7 @@ FUZZTIME ?= 10s
 RUNS ?= 30
 export FUZZTIME RUNS
 
-.PHONY: all build test test-windows test-stress demo bench fuzz proto lint cross tools deps clean help
+.PHONY: all build test test-windows test-cgroup2 test-stress demo bench fuzz proto lint cross tools deps clean help
 
 all: build
 
@@ -36,6 +36,10 @@ test:
 ## test-windows: the Windows code and binaries run under Wine (installs Wine; see scripts/test-windows.sh)
 test-windows:
 	scripts/test-windows.sh
+
+## test-cgroup2: the plugin boxes on a pure cgroup v2 kernel booted in QEMU (installs QEMU; see scripts/test-cgroup2.sh)
+test-cgroup2:
+	scripts/test-cgroup2.sh
 
 ## test-stress: the fleet, supervisor and dispatch tests under 5 busy loops per core, 10 runs (STRESS_RUNS, STRESS_HOGS, STRESS_RUN)
 test-stress:

@@ -8,12 +8,20 @@
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# Usage: scripts/deps.sh [windows]
+# Usage: scripts/deps.sh [windows|cgroup2]
 # Without an argument: what `make test`'s Linux steps use. `windows`: what the Windows
-# leg (scripts/test-windows.sh) uses instead, Wine above all.
+# leg (scripts/test-windows.sh) uses instead, Wine above all. `cgroup2`: what the
+# cgroup v2 leg (scripts/test-cgroup2.sh) uses: QEMU and a static busybox.
 
 # command  Debian package  why
-if [[ ${1:-} == windows ]]; then
+if [[ ${1:-} == cgroup2 ]]; then
+	needs=(
+		"qemu-system-x86_64 qemu-system-x86 the cgroup v2 leg boots a Debian kernel in a virtual machine"
+		"cpio               cpio            the cgroup v2 leg packs the machine's initial file system"
+		"apt-get            apt             the cgroup v2 leg downloads the Debian kernel package it boots"
+		"dpkg-deb           dpkg            the cgroup v2 leg unpacks that package"
+	)
+elif [[ ${1:-} == windows ]]; then
 	needs=(
 		"/usr/lib/wine/wine64 wine64       the Windows leg runs GOOS=windows binaries under Wine's 64-bit loader"
 		"wineserver           wine         the Windows leg sets up its Wine prefix and keeps one wine server for its run"
@@ -54,7 +62,14 @@ for line in "${needs[@]}"; do
 	missing_pkgs+=("$pkg")
 done
 # cgo also needs the C library headers, which gcc only recommends.
-if [[ ${1:-} == windows ]]; then
+if [[ ${1:-} == cgroup2 ]]; then
+	# The virtual machine has no C library: its busybox must be the static one
+	# (Debian's busybox package is linked against libc).
+	if ! [[ -x /bin/busybox ]] || ldd /bin/busybox >/dev/null 2>&1; then
+		say "deps: /bin/busybox is missing or not static (the cgroup v2 leg's machine has no libc): will install busybox-static"
+		missing_pkgs+=(busybox-static)
+	fi
+elif [[ ${1:-} == windows ]]; then
 	: # no cgo in the Windows leg
 elif command -v gcc >/dev/null 2>&1 && [[ ! -e /usr/include/stdlib.h ]]; then
 	say "deps: C headers are missing (cgo for go test -race needs them): will install libc6-dev"
