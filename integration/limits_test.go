@@ -3,9 +3,6 @@
 package integration
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -338,24 +335,7 @@ func serviceCgroup(t *testing.T, parent, name string) (string, int) {
 // runInCgroup runs the agent with args, forked straight into the cgroup open as fd.
 func runInCgroup(t *testing.T, fd int, args ...string) run {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), agentTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath(agentBin), args...)
-	cmd.Env = baseEnv()
-	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := run{stdout: stdout.String(), stderr: stderr.String()}
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exitErr) && exitErr.Exited():
-		r.code = exitErr.ExitCode()
-	default:
-		t.Fatalf("yuzu-agent %s: %v\n%s", strings.Join(args, " "), err, r)
-	}
-	return r
+	return runAgentAttr(t, nil, &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}, args...)
 }
 
 // TestBoxDelegatedCgroup: an agent alone in a cgroup of its own (what systemd's

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -307,6 +308,13 @@ func baseEnv() []string {
 // runAgent runs the agent with args and env (nil: baseEnv) and waits for it.
 func runAgent(t testing.TB, env []string, args ...string) run {
 	t.Helper()
+	return runAgentAttr(t, env, nil, args...)
+}
+
+// runAgentAttr is runAgent with the agent's process attributes (nil: none), such as
+// the cgroup it is forked into.
+func runAgentAttr(t testing.TB, env []string, attr *syscall.SysProcAttr, args ...string) run {
+	t.Helper()
 	if env == nil {
 		env = baseEnv()
 	}
@@ -314,6 +322,7 @@ func runAgent(t testing.TB, env []string, args ...string) run {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binPath(agentBin), args...)
 	cmd.Env = env
+	cmd.SysProcAttr = attr
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 5 * time.Second
