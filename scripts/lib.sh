@@ -70,3 +70,18 @@ is_main() {
 # Colourless, greppable status words.
 say() { printf '%s\n' "$*"; }
 warn() { printf '%s\n' "$*" >&2; }
+
+# bounded NAME SECONDS CMD... runs CMD, stopping it (and everything in its process
+# group) after SECONDS; a step that hangs or fails is named, with the leg ($LEG) that
+# ran it.
+bounded() {
+	local name=$1 limit=$2 rc=0
+	shift 2
+	timeout --kill-after=10 "$limit" "$@" || rc=$?
+	if ((rc == 124 || rc == 137)); then
+		warn "${LEG:-make}: step '$name' did not finish within ${limit}s: stopped"
+	elif ((rc != 0)); then
+		warn "${LEG:-make}: step '$name' failed (exit $rc)"
+	fi
+	return "$rc"
+}

@@ -22,16 +22,5 @@ wine_env=(
 # wine_do CMD... runs CMD in the Wine environment, with no standard input.
 wine_do() { env "${wine_env[@]}" "$@" </dev/null; }
 
-# bounded NAME SECONDS CMD... runs CMD, stopping it (and everything in its process
-# group) after SECONDS; a step that hangs fails with its name.
-bounded() {
-	local name=$1 limit=$2 rc=0
-	shift 2
-	timeout --kill-after=10 "$limit" "$@" || rc=$?
-	if ((rc == 124 || rc == 137)); then
-		warn "windows: step '$name' did not finish within ${limit}s: stopped"
-	elif ((rc != 0)); then
-		warn "windows: step '$name' failed (exit $rc)"
-	fi
-	return "$rc"
-}
+# Its bounded steps (lib.sh) are named as the Windows leg's.
+LEG=windows
