@@ -243,6 +243,14 @@ func (tb *testbed) loadLegacy(v4, v6 string) {
 	tb.run(setup{}, "/usr/sbin/ip6tables-legacy-restore", v6)
 }
 
+// pluginBin returns the plugin binary, built once for the run by sdktest.Build for
+// the tests that run it inside a network namespace. sdktest keeps it where everyone
+// may read it, so a testbed can run it as nobody.
+func pluginBin(t testing.TB) string {
+	t.Helper()
+	return sdktest.Build(t, ".")
+}
+
 // startPlugin starts the real plugin binary inside the namespace, through the real
 // go-plugin handshake (sdktest.Start), and returns the harness. The plugin is
 // stopped when the test ends, before anything else of the testbed.

@@ -1,3 +1,5 @@
+//go:build !windows
+
 package sdk
 
 import (
@@ -15,7 +17,8 @@ const maxStrayLine = 4 << 10
 // protocol, see guardStdout) into a JSON log line at info level on w, the plugin's
 // stderr, which the agent shows as the plugin's own log. Writing the JSON by hand
 // keeps this independent of the plugin's logger, which does not exist yet when the
-// guard is set up at package initialisation.
+// guard is set up at package initialisation. Only the Unix guard (guard_unix.go)
+// relays; Windows has none.
 func relayStray(r io.Reader, w io.Writer) {
 	br := bufio.NewReaderSize(r, maxStrayLine)
 	for {

@@ -1,3 +1,8 @@
+//go:build linux || windows
+
+// Helpers for the Linux and Windows tests; elsewhere only name_test.go runs, which
+// needs none.
+
 package atomicfile
 
 import (

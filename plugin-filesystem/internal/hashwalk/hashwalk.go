@@ -242,9 +242,6 @@ type engine struct {
 	// walkerHasher is the walker goroutine's own state for the small
 	// files it hashes itself (enqueue).
 	walkerHasher hasher
-	// walkerJob is filled by the Linux walker for each file it queues
-	// (the queue takes a copy), so a file costs no allocation.
-	walkerJob job
 }
 
 // job is one opened regular file waiting for a hasher. Its size was judged
@@ -272,15 +269,6 @@ func (j *job) path() string {
 		return j.dir
 	}
 	return joinPath(j.dir, string(j.name[:j.nameLen]))
-}
-
-// setPath names the job's file: name inside dir.
-func (j *job) setPath(dir string, name []byte) {
-	if len(name) > nameMax {
-		j.dir, j.nameLen = joinPath(dir, string(name)), 0
-		return
-	}
-	j.dir, j.nameLen = dir, copy(j.name[:], name)
 }
 
 func newEngine(req Request) *engine {
@@ -586,23 +574,6 @@ func (e *engine) walkRoot(root string) {
 	default:
 		e.walk(root)
 	}
-}
-
-// classifyMountBytes answers the mount guard for an entry of an already judged
-// directory, its path in a scratch buffer: only an entry that is itself a
-// mount point can change filesystem.
-func (e *engine) classifyMountBytes(p []byte) mounts.Class {
-	c, _ := e.table.AtBytes(p)
-	return c
-}
-
-// appendPath appends dir joined with name to b, as joinPath spells it.
-func appendPath(b []byte, dir string, name []byte) []byte {
-	b = append(b, dir...)
-	if len(dir) == 0 || (dir[len(dir)-1] != '/' && dir[len(dir)-1] != filepath.Separator) {
-		b = append(b, filepath.Separator)
-	}
-	return append(b, name...)
 }
 
 // joinPath appends one name to a directory path without cleaning, since

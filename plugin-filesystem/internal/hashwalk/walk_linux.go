@@ -2,6 +2,7 @@ package hashwalk
 
 import (
 	"errors"
+	"path/filepath"
 	"sync/atomic"
 	"unsafe"
 
@@ -82,6 +83,9 @@ func (e *engine) walk(root string) {
 		return bufs[depth]
 	}
 	scratch := make([]byte, 0, 512)
+	// Each file queued is filled into fileJob (the queue takes a copy), so a
+	// file costs no allocation.
+	fileJob := new(job)
 	stack := make([]frame, 0, e.maxDepth)
 	stack = append(stack, frame{d: dirReader{fd: fd, buf: bufAt(0)}, path: root, dev: uint64(st.Dev)})
 	defer func() {
@@ -149,7 +153,7 @@ func (e *engine) walk(root string) {
 				e.unreadable.Add(1)
 				continue
 			}
-			if !e.openFile(top.d.fd, top.path, rawName, noatime) {
+			if !e.openFile(top.d.fd, top.path, rawName, noatime, fileJob) {
 				return
 			}
 		default:
@@ -199,8 +203,9 @@ func (e *engine) openDir(parent int, name, path string, parentDev uint64) (int, 
 
 // openFile opens a regular file without following it and without blocking,
 // judges it on the descriptor and queues it for hashing. It returns false
-// when the walk has stopped. dir is the path of the directory parent holds.
-func (e *engine) openFile(parent int, dir string, name []byte, noatime int) bool {
+// when the walk has stopped. dir is the path of the directory parent holds; j
+// is the walk's scratch job, which the file is filled into.
+func (e *engine) openFile(parent int, dir string, name []byte, noatime int, j *job) bool {
 	if h := beforeOpenFile.Load(); h != nil {
 		(*h)(joinPath(dir, string(name)))
 	}
@@ -239,7 +244,6 @@ func (e *engine) openFile(parent int, dir string, name []byte, noatime int) bool
 		unix.Close(fd)
 		return true
 	}
-	j := &e.walkerJob
 	j.fd, j.size = fd, st.Size
 	j.setPath(dir, name)
 	return e.enqueue(j)
@@ -271,4 +275,30 @@ func direntType(mode uint32) uint8 {
 		return unix.DT_BLK
 	}
 	return unix.DT_UNKNOWN
+}
+
+// setPath names the job's file: name inside dir.
+func (j *job) setPath(dir string, name []byte) {
+	if len(name) > nameMax {
+		j.dir, j.nameLen = joinPath(dir, string(name)), 0
+		return
+	}
+	j.dir, j.nameLen = dir, copy(j.name[:], name)
+}
+
+// classifyMountBytes answers the mount guard for an entry of an already judged
+// directory, its path in a scratch buffer: only an entry that is itself a
+// mount point can change filesystem.
+func (e *engine) classifyMountBytes(p []byte) mounts.Class {
+	c, _ := e.table.AtBytes(p)
+	return c
+}
+
+// appendPath appends dir joined with name to b, as joinPath spells it.
+func appendPath(b []byte, dir string, name []byte) []byte {
+	b = append(b, dir...)
+	if len(dir) == 0 || (dir[len(dir)-1] != '/' && dir[len(dir)-1] != filepath.Separator) {
+		b = append(b, filepath.Separator)
+	}
+	return append(b, name...)
 }
