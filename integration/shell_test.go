@@ -115,9 +115,13 @@ func TestShellOnTerminal(t *testing.T) {
 	typ("\x15") // Ctrl-U: drop the line
 
 	// A crash: the command's own error, and the notices from the supervisor.
+	// The notices come from the supervisor's own goroutine, so the crash notice may be
+	// on the screen before the command's rows (it was, once): both are looked for
+	// from before the command.
 	typ("crasher crash\r")
-	at = scr.waitFor(t, at, "before|crash")
-	crashed := scr.waitFor(t, at, "[plugin crasher] crashed: exited unexpectedly")
+	before := at
+	at = scr.waitFor(t, before, "before|crash")
+	crashed := scr.waitFor(t, before, "[plugin crasher] crashed: exited unexpectedly")
 	scr.waitFor(t, crashed, "[plugin crasher] restarted")
 	typ("crasher ok\r")
 	at = scr.waitFor(t, at, "ok|crasher")
