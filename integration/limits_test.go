@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -308,14 +309,10 @@ func serviceCgroup(t *testing.T, parent, name string) (string, int) {
 	}
 	t.Cleanup(func() {
 		_ = syscall.Close(fd)
-		// Leaves first; whatever a failed test left inside is killed so rmdir can work.
-		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				_ = os.WriteFile(filepath.Join(p, "cgroup.kill"), []byte("1"), 0)
-			}
-			return nil
-		})
-		time.Sleep(50 * time.Millisecond)
+		// cgroup.kill ends whatever a failed test left anywhere in the tree; each
+		// directory, leaves first, can be removed once its processes are gone (EBUSY
+		// until then), and the agent may have removed its own already.
+		_ = os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
 		var dirs []string
 		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 			if err == nil && d.IsDir() {
@@ -323,9 +320,18 @@ func serviceCgroup(t *testing.T, parent, name string) (string, int) {
 			}
 			return nil
 		})
+		deadline := time.Now().Add(10 * time.Second)
 		for i := len(dirs) - 1; i >= 0; i-- {
-			if err := os.Remove(dirs[i]); err != nil {
-				t.Errorf("removing the test's cgroup: %v", err)
+			for {
+				err := os.Remove(dirs[i])
+				if err == nil || errors.Is(err, fs.ErrNotExist) {
+					break
+				}
+				if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+					t.Errorf("removing the test's cgroup: %v", err)
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
 			}
 		}
 	})
