@@ -247,8 +247,7 @@ boot() {
 # A machine that stops dead (its clock and console with it) says nothing about the
 # code under test: it is booted once more, and said so in the summary. A machine that
 # runs but whose tests hang or fail is not: that is the tests' answer.
-boot=$SECONDS
-rc=0
+booted=$SECONDS
 rm -rf "$VM_DIR/last-run"
 mkdir -p "$VM_DIR/last-run"
 for attempt in 1 2; do
@@ -265,9 +264,9 @@ for attempt in 1 2; do
 			"$TOOLS_BIN/testreport" -label "cgroup2 $s, on the machine that stopped" <"$run/$s.json" >&2 || true
 		fi
 	done
-	record "WARN cgroup2: the machine stopped dead after $((SECONDS - boot))s (no sign of life for ${STALL}s; its CPUs are above and in ${VM_DIR#"$ROOT"/}/last-run/boot-1): booted once more"
+	record "WARN cgroup2: the machine stopped dead after $((SECONDS - booted))s (no sign of life for ${STALL}s; its CPUs are above and in ${VM_DIR#"$ROOT"/}/last-run/boot-1): booted once more"
 done
-vm_secs=$((SECONDS - boot))
+vm_secs=$((SECONDS - booted))
 say "cgroup2: the virtual machine ran for ${vm_secs}s (exit $rc)"
 # What the machine said (its signs of life aside): how each part ended, and anything
 # its watchdog dumped.
