@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/semver"
 )
 
 // What a derived definition says where Go cannot: the defaults a shipped overlay
@@ -49,7 +50,7 @@ func Derive(vendor, plugin, version string, a sdk.Action) (Definition, error) {
 	if len(id) > maxIDLength || !idShape.MatchString(id) {
 		return Definition{}, fmt.Errorf("action %s: derived id %q is not lowercase dot-separated words", a.Name, id)
 	}
-	if !semverShape.MatchString(version) {
+	if !semver.Valid(version) {
 		version = derivedVersion
 	}
 	d := Definition{
@@ -305,63 +306,11 @@ func (d Definition) CheckAgentVersion(agent string) error {
 	if d.MinAgentVersion == "" {
 		return nil
 	}
-	if !semverShape.MatchString(agent) {
+	if !semver.Valid(agent) {
 		return fmt.Errorf("definition %s needs agent version %s or later; this agent's version %q is not a semantic version", d.ID, d.MinAgentVersion, agent)
 	}
-	if compareSemver(agent, d.MinAgentVersion) < 0 {
+	if c, _ := semver.Compare(agent, d.MinAgentVersion); c < 0 {
 		return fmt.Errorf("definition %s needs agent version %s or later; this agent is %s", d.ID, d.MinAgentVersion, agent)
 	}
 	return nil
-}
-
-// compareSemver compares two versions that match semverShape.
-func compareSemver(a, b string) int {
-	pa, pb := semverShape.FindStringSubmatch(a), semverShape.FindStringSubmatch(b)
-	for i := 1; i <= 3; i++ {
-		if c := compareNumeric(pa[i], pb[i]); c != 0 {
-			return c
-		}
-	}
-	preA, preB := strings.TrimPrefix(pa[4], "-"), strings.TrimPrefix(pb[4], "-")
-	switch {
-	case preA == preB:
-		return 0
-	case preA == "":
-		return 1
-	case preB == "":
-		return -1
-	}
-	fa, fb := strings.Split(preA, "."), strings.Split(preB, ".")
-	for i := 0; i < len(fa) && i < len(fb); i++ {
-		na, nb := isDigits(fa[i]), isDigits(fb[i])
-		var c int
-		switch {
-		case na && nb:
-			c = compareNumeric(fa[i], fb[i])
-		case na:
-			c = -1 // numeric identifiers sort before alphanumeric ones
-		case nb:
-			c = 1
-		default:
-			c = strings.Compare(fa[i], fb[i])
-		}
-		if c != 0 {
-			return c
-		}
-	}
-	return len(fa) - len(fb)
-}
-
-// compareNumeric compares two strings of decimal digits without leading zeros (or
-// with: the longer is then simply the larger after trimming), whatever their length.
-func compareNumeric(a, b string) int {
-	a, b = strings.TrimLeft(a, "0"), strings.TrimLeft(b, "0")
-	if len(a) != len(b) {
-		return len(a) - len(b)
-	}
-	return strings.Compare(a, b)
-}
-
-func isDigits(s string) bool {
-	return s != "" && strings.Trim(s, "0123456789") == ""
 }

@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/sdk/semver"
 )
 
 // The raw* types mirror the YAML nesting one to one. They exist so that the decoder can
@@ -113,8 +114,6 @@ var (
 	// nameShape covers plugin, action, parameter and column names. It keeps out '=',
 	// spaces and '$', which would break `exec ID key=value` and ${param} templates.
 	nameShape = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
-	// semverShape is MAJOR.MINOR.PATCH with optional pre-release and build parts.
-	semverShape = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
 	// unknownField rewrites yaml's "field x not found in type definitions.rawSpec",
 	// which names our private Go types, into words about the file.
 	unknownField = regexp.MustCompile(`field (\S+) not found in type \S+`)
@@ -255,7 +254,7 @@ func build(raw rawDoc) (Definition, []error) {
 	if strings.TrimSpace(m.DisplayName) == "" {
 		bad("metadata.displayName", "required")
 	}
-	if !semverShape.MatchString(m.Version) {
+	if !semver.Valid(m.Version) {
 		bad("metadata.version", "must be a semantic version such as 0.1.0, got %q", m.Version)
 	}
 
@@ -309,8 +308,13 @@ func build(raw rawDoc) (Definition, []error) {
 	if s.Approval.Mode != ApprovalAuto && s.Approval.Mode != ApprovalRoleGated {
 		bad("spec.approval.mode", "must be %s or %s, got %q", ApprovalAuto, ApprovalRoleGated, s.Approval.Mode)
 	}
-	if v := s.Compatibility.MinAgentVersion; v != "" && !semverShape.MatchString(v) {
+	if v := s.Compatibility.MinAgentVersion; v != "" && !semver.Valid(v) {
 		bad("spec.compatibility.minAgentVersion", "must be a semantic version such as 0.1.0, got %q", v)
+	}
+	for i, r := range s.Compatibility.RequiredPlugins {
+		if _, err := ParseRequirement(r); err != nil {
+			bad(fmt.Sprintf("spec.compatibility.requiredPlugins[%d]", i), "%v", err)
+		}
 	}
 
 	if len(errs) > 0 {
