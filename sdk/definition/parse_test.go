@@ -161,6 +161,8 @@ func TestParseErrors(t *testing.T) {
 		{"approval mode", "mode: auto", "mode: manual", []string{doc + `spec.approval.mode: must be auto or role-gated, got "manual"`}},
 		{"minAgentVersion", "  approval:\n", "  compatibility:\n    minAgentVersion: latest\n  approval:\n",
 			[]string{doc + `spec.compatibility.minAgentVersion: must be a semantic version such as 0.1.0, got "latest"`}},
+		{"requiredPlugins version", "  approval:\n", "  compatibility:\n    requiredPlugins: [sample, \"sample>=two\"]\n  approval:\n",
+			[]string{doc + `spec.compatibility.requiredPlugins[1]: "sample>=two": "two" is not a semantic version such as 2.0.0`}},
 		{"several problems in one document", "  type: question\n  platforms: [linux]\n", "  type: query\n  platforms: [beos]\n",
 			[]string{doc + `spec.type: must be question or action`, doc + `spec.platforms: unknown platform "beos"`}},
 	}
