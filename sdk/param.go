@@ -408,6 +408,22 @@ func CheckParams(decl []Parameter, params map[string]string) error {
 	return nil
 }
 
+// CheckDeclared refuses the first parameter, by name, that decl does not declare, with
+// the same kind of *ParamError a rule gives: it is the check of an action that takes
+// only what it declares (OnlyDeclaredParams).
+func CheckDeclared(action string, decl []Parameter, params map[string]string) error {
+	var first string
+	for n := range params {
+		if (first == "" || n < first) && !slices.ContainsFunc(decl, func(p Parameter) bool { return p.Name == n }) {
+			first = n
+		}
+	}
+	if first == "" {
+		return nil
+	}
+	return &ParamError{Param: first, Message: "parameter " + first + ": not declared by action " + action}
+}
+
 // intRange gives the inclusive range of an integer type.
 func intRange(t Type) (lo, hi int64) {
 	if t == TypeInt32 {

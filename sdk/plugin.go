@@ -24,6 +24,9 @@ type Action struct {
 	// fields after the row kind. Unless set with Columns, they are the Rows' columns
 	// one after the other.
 	Columns []Column
+	// OnlyDeclaredParams refuses a command that carries a parameter the action does
+	// not declare, before the handler runs (see OnlyDeclaredParams).
+	OnlyDeclaredParams bool
 
 	handler    Handler
 	columnsSet bool
@@ -112,6 +115,16 @@ func Columns(columns ...string) ActionOption {
 	}
 }
 
+// OnlyDeclaredParams makes the action refuse a command that carries a parameter it
+// does not declare: `error|parameter NAME: not declared by action ACTION`, rc 1, before
+// the handler runs. Without it an undeclared parameter reaches the handler unchecked,
+// upstream's behaviour, which the shipped firewall plugin's contract needs ("any
+// parameters supplied are ignored"). A plugin whose later versions add parameters
+// should set it: a server that sends the new version's parameter to an agent with the
+// old one then gets an error, not an answer that silently ignored it. Plugin's method
+// of the same name sets it for every action.
+func OnlyDeclaredParams() ActionOption { return func(a *Action) { a.OnlyDeclaredParams = true } }
+
 // OnAll declares the same support on Linux, macOS and Windows.
 func OnAll(s OSSupport) ActionOption {
 	return func(a *Action) { a.Linux, a.Darwin, a.Windows = s, s, s }
@@ -156,10 +169,20 @@ type Plugin struct {
 	// Go cannot say (description, type, approval, ttl, roles). Empty derives nothing.
 	Vendor string
 
-	actions     []*Action
-	byName      map[string]*Action
-	definitions []DefinitionFile
-	configure   func(ctx context.Context, cfg Config) error
+	actions      []*Action
+	byName       map[string]*Action
+	definitions  []DefinitionFile
+	configure    func(ctx context.Context, cfg Config) error
+	onlyDeclared bool
+}
+
+// OnlyDeclaredParams makes every action of the plugin, registered before or after,
+// refuse parameters it does not declare (the action option of the same name).
+func (p *Plugin) OnlyDeclaredParams() {
+	p.onlyDeclared = true
+	for _, a := range p.actions {
+		a.OnlyDeclaredParams = true
+	}
 }
 
 // ValidName reports whether s can be a plugin's name: 1 to 64 ASCII letters, digits
@@ -196,7 +219,7 @@ func (p *Plugin) Handle(name string, h Handler, opts ...ActionOption) {
 	if h == nil {
 		panic(fmt.Sprintf("sdk: action %q has a nil handler", name))
 	}
-	a := &Action{Name: name, handler: h}
+	a := &Action{Name: name, handler: h, OnlyDeclaredParams: p.onlyDeclared}
 	for _, o := range opts {
 		o(a)
 	}

@@ -131,7 +131,7 @@ func (s *server) Execute(req *pluginv1.ExecuteRequest, stream pluginv1.PluginSer
 	r.Config, r.Log = cfg, log
 	var res Result
 	if a, ok := s.p.byName[r.Action]; ok {
-		if err := CheckParams(a.Params, req.GetParameters()); err != nil {
+		if err := checkCommand(a, req.GetParameters()); err != nil {
 			res = out.Fail(err.Error())
 		} else {
 			res = s.call(ctx, a, r, out)
@@ -146,6 +146,19 @@ func (s *server) Execute(req *pluginv1.ExecuteRequest, stream pluginv1.PluginSer
 		return err
 	}
 	return send(resultToProto(res))
+}
+
+// checkCommand runs the checks a command meets before its handler: every declared
+// parameter's rules, then, for an action that takes only what it declares, no other
+// parameter.
+func checkCommand(a *Action, params map[string]string) error {
+	if err := CheckParams(a.Params, params); err != nil {
+		return err
+	}
+	if a.OnlyDeclaredParams {
+		return CheckDeclared(a.Name, a.Params, params)
+	}
+	return nil
 }
 
 // Cancel cancels the context of a running command; its stream stays open so that the

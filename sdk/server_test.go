@@ -295,3 +295,47 @@ func TestConfigureHookSeesConfig(t *testing.T) {
 		t.Errorf("OnConfigure saw %+v, want %+v", got, want)
 	}
 }
+
+// An action that takes only what it declares refuses any other parameter before its
+// handler runs; without the option the parameter reaches the handler, as upstream.
+func TestOnlyDeclaredParams(t *testing.T) {
+	p := sdk.New("strict", "2.0.0", "strict parameters")
+	ran := 0
+	handler := func(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
+		ran++
+		out.Row("user", req.Params.Get("user", "-"))
+		return sdk.Done(), nil
+	}
+	p.Handle("list", handler, sdk.Param("user", sdk.TypeString, "whose"), sdk.OnlyDeclaredParams())
+	p.Handle("loose", handler, sdk.Param("user", sdk.TypeString, "whose"))
+	h := sdktest.New(t, p, sdk.Config{})
+
+	o := h.Run("list", map[string]string{"user": "nobody", "zz": "1", "filter": "x"})
+	if got := o.String(); got != "error|parameter filter: not declared by action list\n[result_status] UNDECLARED / UNKNOWN\n[rc] 1\n" {
+		t.Errorf("undeclared parameter:\n%s", got)
+	}
+	if ran != 0 {
+		t.Errorf("the handler ran %d times for a refused command", ran)
+	}
+	if o := h.Run("list", map[string]string{"user": "nobody"}); o.Result.Code != 0 || o.Rows[0] != "user|nobody" {
+		t.Errorf("declared parameter: %v", o)
+	}
+	if o := h.Run("loose", map[string]string{"user": "nobody", "filter": "x"}); o.Result.Code != 0 {
+		t.Errorf("an action without the option refused an undeclared parameter: %v", o)
+	}
+	acts := h.Manifest().Actions
+	if !acts[0].OnlyDeclaredParams || acts[1].OnlyDeclaredParams {
+		t.Errorf("manifest: list=%v loose=%v", acts[0].OnlyDeclaredParams, acts[1].OnlyDeclaredParams)
+	}
+
+	// The plugin's method covers actions registered before and after it.
+	q := sdk.New("strict", "2.0.0", "strict parameters")
+	q.Handle("before", handler)
+	q.OnlyDeclaredParams()
+	q.Handle("after", handler)
+	for _, a := range q.Actions() {
+		if !a.OnlyDeclaredParams {
+			t.Errorf("Plugin.OnlyDeclaredParams left %s loose", a.Name)
+		}
+	}
+}

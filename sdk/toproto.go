@@ -27,6 +27,8 @@ func manifestToProto(p *Plugin) *pluginv1.Manifest {
 			Darwin:      supportToProto(a.Darwin),
 			Windows:     supportToProto(a.Windows),
 			Columns:     columnsToProto(a.Columns),
+
+			OnlyDeclaredParams: a.OnlyDeclaredParams,
 		}
 		for i := range a.Params {
 			pa.Parameters = append(pa.Parameters, parameterToProto(&a.Params[i]))

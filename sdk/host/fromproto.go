@@ -37,6 +37,8 @@ func manifestFromProto(pm *pluginv1.Manifest) Manifest {
 			Darwin:      supportFromProto(a.GetDarwin()),
 			Windows:     supportFromProto(a.GetWindows()),
 			Columns:     columnsFromProto(a.GetColumns()),
+
+			OnlyDeclaredParams: a.GetOnlyDeclaredParams(),
 		}
 		for _, p := range a.GetParameters() {
 			act.Params = append(act.Params, parameterFromProto(p))

@@ -580,15 +580,18 @@ type Action struct {
 	Darwin      *OsLeg                 `protobuf:"bytes,4,opt,name=darwin,proto3" json:"darwin,omitempty"`
 	Windows     *OsLeg                 `protobuf:"bytes,5,opt,name=windows,proto3" json:"windows,omitempty"`
 	// The parameters the action declares, in declaration order. The plugin checks
-	// them before the action runs; parameters it does not declare still reach it.
+	// them before the action runs; parameters it does not declare still reach it
+	// unless only_declared_params is set.
 	Parameters []*Parameter `protobuf:"bytes,6,rep,name=parameters,proto3" json:"parameters,omitempty"`
 	// The kinds of rows the action writes, besides `error`, in their usual order.
 	Rows []*RowKind `protobuf:"bytes,7,rep,name=rows,proto3" json:"rows,omitempty"`
 	// The result columns as an InstructionDefinition lists them: the fields after the
 	// row kind. Usually the rows' columns one after the other.
-	Columns       []*Column `protobuf:"bytes,8,rep,name=columns,proto3" json:"columns,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Columns []*Column `protobuf:"bytes,8,rep,name=columns,proto3" json:"columns,omitempty"`
+	// The action refuses any parameter it does not declare (sdk.OnlyDeclaredParams).
+	OnlyDeclaredParams bool `protobuf:"varint,9,opt,name=only_declared_params,json=onlyDeclaredParams,proto3" json:"only_declared_params,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Action) Reset() {
@@ -675,6 +678,13 @@ func (x *Action) GetColumns() []*Column {
 		return x.Columns
 	}
 	return nil
+}
+
+func (x *Action) GetOnlyDeclaredParams() bool {
+	if x != nil {
+		return x.OnlyDeclaredParams
+	}
+	return false
 }
 
 // Parameter declares one parameter of an action and the rules its value must meet.
@@ -1519,7 +1529,7 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x06vendor\x18\b \x01(\tR\x06vendorJ\x04\b\x06\x10\aR\fcapabilities\">\n" +
 	"\x0eDefinitionFile\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
-	"\acontent\x18\x02 \x01(\fR\acontent\"\xe5\x02\n" +
+	"\acontent\x18\x02 \x01(\fR\acontent\"\x97\x03\n" +
 	"\x06Action\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12+\n" +
@@ -1530,7 +1540,8 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	"parameters\x18\x06 \x03(\v2\x19.yuzu.plugin.v1.ParameterR\n" +
 	"parameters\x12+\n" +
 	"\x04rows\x18\a \x03(\v2\x17.yuzu.plugin.v1.RowKindR\x04rows\x120\n" +
-	"\acolumns\x18\b \x03(\v2\x16.yuzu.plugin.v1.ColumnR\acolumns\"\xfe\x04\n" +
+	"\acolumns\x18\b \x03(\v2\x16.yuzu.plugin.v1.ColumnR\acolumns\x120\n" +
+	"\x14only_declared_params\x18\t \x01(\bR\x12onlyDeclaredParams\"\xfe\x04\n" +
 	"\tParameter\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12-\n" +
 	"\x04type\x18\x02 \x01(\x0e2\x19.yuzu.plugin.v1.ValueTypeR\x04type\x12\x1a\n" +
