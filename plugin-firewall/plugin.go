@@ -64,7 +64,12 @@ func newPluginWith(r reader) *sdk.Plugin {
 		sdk.Describe("Lists the rules of the firewall that answered; ruleset|unknown means the list "+
 			"is not known to be whole"),
 		sdk.Row("backend", "backend"),
-		sdk.Row("rule", "rule_name", "enabled", "direction", "action", "profiles"),
+		// A rule's fields depend on the backend that answered (Windows: name, enabled,
+		// direction, action, profiles; ufw: index, to, action, from; nftables,
+		// iptables and firewalld: the store first; pf: the rule line), so the one
+		// shape every rule row has is a free-text rest (docs/firewall.md). The
+		// definition's columns are Windows' and upstream's.
+		sdk.Row("rule", "rule"),
 		sdk.Row("app", "path", "decision"),
 		sdk.Row("anchor", "name"),
 		sdk.Row("rules", "state"),

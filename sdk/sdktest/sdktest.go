@@ -60,6 +60,35 @@ type Harness struct {
 	Client *plugin.Client
 	// protocol is the negotiated protocol version, 0 in process.
 	protocol int
+	// actions are the plugin's declared actions by name, learnt when the harness
+	// configures the plugin, for checking the rows each writes.
+	actions map[string]*sdk.Action
+	// rowsUnchecked turns the row check off (AllowUndeclaredRows).
+	rowsUnchecked bool
+}
+
+// AllowUndeclaredRows stops the harness from failing the test on rows that depart from
+// their action's declaration: for a test that makes a plugin write such rows on purpose.
+func (h *Harness) AllowUndeclaredRows() { h.rowsUnchecked = true }
+
+// checkRows fails the test for every row that departs from its action's declared rows
+// (sdk.Action.CheckRow): a kind the action does not declare, missing fields, a typed
+// field that does not parse. The agent counts such rows in production; a plugin's own
+// tests should never see one.
+func (h *Harness) checkRows(action string, written []string) {
+	h.t.Helper()
+	if h.rowsUnchecked || len(written) == 0 {
+		return
+	}
+	a, ok := h.actions[action]
+	if !ok {
+		return // the SDK's own "unknown action" answer
+	}
+	for _, r := range written {
+		if bad := a.CheckRow(r); bad != nil {
+			h.t.Errorf("sdktest: %s wrote a row its declaration does not allow: %s\n  row: %s", action, bad.Reason, r)
+		}
+	}
 }
 
 // New serves p in process and configures it with cfg. The server stops when the test
@@ -156,6 +185,15 @@ func (h *Harness) configure(cfg sdk.Config) {
 	if err := h.client.Configure(ctx, cfg); err != nil {
 		h.t.Fatalf("sdktest: configure: %v", err)
 	}
+	// Learnt now, while the plugin surely answers: a test may kill it later.
+	m, err := h.client.Describe(ctx)
+	if err != nil {
+		h.t.Fatalf("sdktest: describe: %v", err)
+	}
+	h.actions = map[string]*sdk.Action{}
+	for i := range m.Actions {
+		h.actions[m.Actions[i].Name] = &m.Actions[i]
+	}
 }
 
 // Manifest returns the plugin's manifest.
@@ -204,5 +242,6 @@ func (h *Harness) Execute(ctx context.Context, cmd host.Command) (Outcome, error
 		return nil
 	})
 	o.Result = res
+	h.checkRows(cmd.Action, o.Rows)
 	return o, err
 }

@@ -129,3 +129,44 @@ func TestProgressReports(t *testing.T) {
 		t.Errorf("rows %q: progress must never be a row", o.Rows)
 	}
 }
+
+// errorTB records Errorf calls without failing the test that uses it.
+type errorTB struct {
+	testing.TB
+	errs []string
+}
+
+func (e *errorTB) Helper() {}
+func (e *errorTB) Errorf(format string, args ...any) {
+	e.errs = append(e.errs, fmt.Sprintf(format, args...))
+}
+
+// The harness fails a test whose plugin writes rows its declaration does not allow,
+// one error per row, and AllowUndeclaredRows turns that off.
+func TestHarnessChecksRows(t *testing.T) {
+	p := sdk.New("rowcheck", "1.0.0", "")
+	p.Handle("list", func(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
+		out.Row("proc", "1", "root", "init") // agrees
+		out.Row("proc", "2")                 // one field of three
+		out.Row("thread", "3")               // a kind not declared
+		out.Row("proc", "notanint", "root", "x")
+		return sdk.Done(), nil
+	}, sdk.Row("proc", "pid:int32", "user", "command"))
+	rec := &errorTB{TB: t}
+	h := New(rec, p, sdk.Config{})
+	h.Run("list", nil)
+	if len(rec.errs) != 3 {
+		t.Fatalf("%d errors, want 3: %q", len(rec.errs), rec.errs)
+	}
+	for i, want := range []string{"row proc has 1 of its 3 declared fields", `row kind "thread" is not declared`, `field pid is "notanint", not int32`} {
+		if !strings.Contains(rec.errs[i], want) {
+			t.Errorf("error %d: %q, want %q", i, rec.errs[i], want)
+		}
+	}
+	rec.errs = nil
+	h.AllowUndeclaredRows()
+	h.Run("list", nil)
+	if len(rec.errs) != 0 {
+		t.Errorf("AllowUndeclaredRows: %q", rec.errs)
+	}
+}
