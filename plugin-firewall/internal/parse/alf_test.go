@@ -156,14 +156,15 @@ func TestParseListApps(t *testing.T) {
 			[]App{{"/Applications/A : B.app", "allow"}}, nil},
 		{"decision case differs", "1 : /a\n (allow incoming connections)\n", []App{{"/a", "unknown"}},
 			[]Problem{"listapps:decision:/a: (allow incoming connections)"}},
-		// The older wording: two blanks after the colon, blanks inside the
-		// parentheses, trailing blanks.
+		// Constructed on the older wording issue 32 quotes: two blanks after the
+		// colon, blanks inside the parentheses, trailing blanks.
 		{"older wording", "ALF: total number of apps = 2 \n\n1 :  /Users/x/Library/Application Support/Dropbox/Dropbox.app \n" +
 			" \t ( Allow incoming connections ) \n\n2 :  /usr/local/bin/tool \n \t ( Block incoming connections ) \n",
 			[]App{{"/Users/x/Library/Application Support/Dropbox/Dropbox.app", "allow"}, {"/usr/local/bin/tool", "block"}}, nil},
 		{"header count too high", "Total number of apps = 3\n1 : /a\n (Allow incoming connections)\n",
 			[]App{{"/a", "allow"}}, []Problem{"listapps:count:3:1"}},
-		// The one-line wording: six apps announced, two blocked.
+		// Constructed on the one-line wording issue 32 describes (no capture of it
+		// was found): six apps announced, two blocked.
 		{"state wording", "Total number of apps = 6\nA (state: 1)\nB (state: 4)\nC (state: 1)\n" +
 			"D Helper (state: 4)\ncom.example.e (state: 1)\nF (state: 1)\n",
 			[]App{{"A", "allow"}, {"B", "block"}, {"C", "allow"}, {"D Helper", "block"}, {"com.example.e", "allow"}, {"F", "allow"}}, nil},
