@@ -11,25 +11,66 @@ import (
 // The verdicts of get_signature and get_version_info, as pure functions of what the
 // system tools and calls answered, so every system's rules are tested everywhere.
 
-// codesignUnsigned is what codesign prints for a file that carries no signature.
-const codesignUnsigned = "code object is not signed at all"
+// Messages of `codesign --verify` that decide a verdict (docs/filesystem.md lists every
+// message and exit status with its verdict).
+const (
+	// codesignUnsigned: the code carries no signature. Under --deep it is also what
+	// codesign says about a nested piece of code, followed by codesignSubcomponent.
+	codesignUnsigned = "code object is not signed at all"
+	// codesignSubcomponent names the nested code a failure is about: the bundle is
+	// signed but its signature does not cover that piece, so the bundle is invalid,
+	// not unsigned.
+	codesignSubcomponent = "In subcomponent:"
+	// codesignNoFile: the path vanished or could not be read between the check and
+	// the run; nothing was verified.
+	codesignNoFile = "No such file or directory"
+)
+
+// codesign's exit statuses (codesign(1)): 0 the code verified, 1 verification failed
+// (including unsigned code), 2 the command line was refused, 3 the code failed a
+// requirement given on the command line.
+const (
+	codesignExitFailed      = 1
+	codesignExitUsage       = 2
+	codesignExitRequirement = 3
+)
 
 // codesignStatus classifies a run of `codesign --verify --deep --strict <path>`
-// (stderr merged into the output): valid when it exits 0, unsigned when it says the
-// code is not signed, invalid for any other failure it explains, and unknown when it
-// did not run, was killed, timed out, wrote more than the output cap, or failed
-// without a word. valid means the signature's seal is intact, not that the code is
-// trusted or notarized.
+// (stderr merged into the output):
+//
+//   - valid when it exits 0: the seal is intact, nested code included (not a
+//     statement of trust or notarization);
+//   - unsigned when it exits 1 saying the code is not signed at all and names no
+//     subcomponent;
+//   - invalid when it exits 1 with any other explanation, including a signed bundle
+//     whose nested code is unsigned or broken ("In subcomponent: ..."), or exits 3;
+//   - unknown when it did not run, was killed, timed out, wrote more than the output
+//     cap, failed without a word, refused its command line (exit 2), could not find
+//     the file, or exited with a status codesign does not document.
 func codesignStatus(res subprocess.Result, err error) string {
 	switch {
 	case err != nil || !res.Complete():
 		return "unknown"
 	case res.ExitCode == 0:
 		return "valid"
-	case bytes.Contains(res.Output, []byte(codesignUnsigned)):
-		return "unsigned"
-	case len(res.Output) > 0:
+	case len(bytes.TrimSpace(res.Output)) == 0:
+		return "unknown"
+	}
+	switch res.ExitCode {
+	case codesignExitFailed:
+		switch {
+		case bytes.Contains(res.Output, []byte(codesignSubcomponent)):
+			return "invalid"
+		case bytes.Contains(res.Output, []byte(codesignUnsigned)):
+			return "unsigned"
+		case bytes.Contains(res.Output, []byte(codesignNoFile)):
+			return "unknown"
+		}
 		return "invalid"
+	case codesignExitRequirement:
+		return "invalid"
+	case codesignExitUsage:
+		return "unknown"
 	}
 	return "unknown"
 }

@@ -39,6 +39,8 @@ type verResource struct {
 	Translations []uint32
 	// Tables maps a string table's key, lower-cased ("040904b0"), to its strings.
 	Tables map[string]map[string]string
+	// TableOrder lists the tables' keys (lower-cased) in resource order.
+	TableOrder []string
 }
 
 type verNode struct {
@@ -160,10 +162,12 @@ func parseVersionInfo(b []byte) (verResource, error) {
 		switch n.key {
 		case "StringFileInfo":
 			return eachVerChild(n.children, func(table verNode) error {
-				strs := r.Tables[strings.ToLower(table.key)]
+				key := strings.ToLower(table.key)
+				strs := r.Tables[key]
 				if strs == nil {
 					strs = map[string]string{}
-					r.Tables[strings.ToLower(table.key)] = strs
+					r.Tables[key] = strs
+					r.TableOrder = append(r.TableOrder, key)
 				}
 				return eachVerChild(table.children, func(s verNode) error {
 					strs[s.key] = utf16Text(s.value)
@@ -199,10 +203,39 @@ var versionStrings = [...]struct{ key, row string }{
 	{"LegalCopyright", "legal_copyright"},
 }
 
+// fallbackTables are the string tables tried after the translations, in this order:
+// US English in the Unicode code page, in Windows-1252, and with no code page, the
+// tables Windows' own file properties fall back to.
+var fallbackTables = [...]string{"040904b0", "040904e4", "04090000"}
+
+// stringTable picks the string table get_version_info reports, the first of these
+// that exists in the resource: the table of each translation VarFileInfo\Translation
+// lists, in its order; then the fallbackTables; then the first table in the resource.
+// Real files name translations they have no table for (a launcher whose only table is
+// British English, 080904b0, while its translation says US English, 0409 04b0), and
+// their strings are still theirs. It returns the table's key, or "" when the resource
+// has no string table.
+func stringTable(r verResource) string {
+	for _, t := range r.Translations {
+		if key := fmt.Sprintf("%04x%04x", t>>16, t&0xffff); r.Tables[key] != nil {
+			return key
+		}
+	}
+	for _, key := range fallbackTables {
+		if r.Tables[key] != nil {
+			return key
+		}
+	}
+	if len(r.TableOrder) > 0 {
+		return r.TableOrder[0]
+	}
+	return ""
+}
+
 // versionRows returns get_version_info's rows for a resource, as [kind, value]
 // pairs: file_version and product_version from the fixed information, then the
-// non-empty strings of the first translation's string table. A resource without a
-// translation, or whose first translation has no table, has no string rows.
+// non-empty strings of the table stringTable picks. A resource without a string table
+// has no string rows.
 func versionRows(r verResource) [][2]string {
 	var rows [][2]string
 	dotted := func(ms, ls uint32) string {
@@ -212,11 +245,11 @@ func versionRows(r verResource) [][2]string {
 		rows = append(rows, [2]string{"file_version", dotted(r.FileMS, r.FileLS)},
 			[2]string{"product_version", dotted(r.ProdMS, r.ProdLS)})
 	}
-	if len(r.Translations) == 0 {
+	key := stringTable(r)
+	if key == "" {
 		return rows
 	}
-	t := r.Translations[0]
-	table := r.Tables[fmt.Sprintf("%04x%04x", t>>16, t&0xffff)]
+	table := r.Tables[key]
 	for _, s := range versionStrings {
 		if v := table[s.key]; v != "" {
 			rows = append(rows, [2]string{s.row, v})

@@ -3,6 +3,9 @@ package main
 import (
 	"encoding/binary"
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf16"
@@ -108,20 +111,48 @@ func TestParseVersionInfo(t *testing.T) {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
 
-	t.Run("no translation: fixed versions only", func(t *testing.T) {
+	t.Run("no translation: the only table", func(t *testing.T) {
 		b := lookVerNode("VS_VERSION_INFO", false, lookFixed(1<<16|2, 3<<16|4, 5<<16|6, 7<<16|8), 52,
 			lookVerNode("StringFileInfo", true, nil, 0,
 				lookVerNode("040904b0", true, nil, 0, lookVerString("CompanyName", "X"))))
-		if got := lookVerRows(t, b); got != "file_version|1.2.3.4\nproduct_version|5.6.7.8\n" {
+		if got := lookVerRows(t, b); got != "file_version|1.2.3.4\nproduct_version|5.6.7.8\ncompany_name|X\n" {
 			t.Errorf("got %q", got)
 		}
 	})
-	t.Run("first translation without a table", func(t *testing.T) {
+	t.Run("first translation without a table: the next translation's", func(t *testing.T) {
 		b := lookVerNode("VS_VERSION_INFO", false, nil, 0,
 			lookVerNode("StringFileInfo", true, nil, 0,
+				lookVerNode("000004b0", true, nil, 0, lookVerString("CompanyName", "Neutral")),
 				lookVerNode("040904b0", true, nil, 0, lookVerString("CompanyName", "X"))),
 			lookTranslation(0x0407, 0x04e4, 0x0409, 0x04b0))
-		if got := lookVerRows(t, b); got != "" {
+		if got := lookVerRows(t, b); got != "company_name|X\n" {
+			t.Errorf("got %q", got)
+		}
+	})
+	t.Run("no listed table: US English before the first table", func(t *testing.T) {
+		b := lookVerNode("VS_VERSION_INFO", false, nil, 0,
+			lookVerNode("StringFileInfo", true, nil, 0,
+				lookVerNode("041104b0", true, nil, 0, lookVerString("CompanyName", "Japanese")),
+				lookVerNode("040904E4", true, nil, 0, lookVerString("CompanyName", "US 1252"))),
+			lookTranslation(0x0407, 0x04b0))
+		if got := lookVerRows(t, b); got != "company_name|US 1252\n" {
+			t.Errorf("got %q", got)
+		}
+	})
+	t.Run("no listed or US table: the first table in the resource", func(t *testing.T) {
+		b := lookVerNode("VS_VERSION_INFO", false, nil, 0,
+			lookVerNode("StringFileInfo", true, nil, 0,
+				lookVerNode("041104b0", true, nil, 0, lookVerString("CompanyName", "Japanese")),
+				lookVerNode("040704b0", true, nil, 0, lookVerString("CompanyName", "German"))),
+			lookTranslation(0x0409, 0x04b0))
+		if got := lookVerRows(t, b); got != "company_name|Japanese\n" {
+			t.Errorf("got %q", got)
+		}
+	})
+	t.Run("no string table at all", func(t *testing.T) {
+		b := lookVerNode("VS_VERSION_INFO", false, lookFixed(1<<16|2, 3<<16|4, 5<<16|6, 7<<16|8), 52,
+			lookTranslation(0x0409, 0x04b0))
+		if got := lookVerRows(t, b); got != "file_version|1.2.3.4\nproduct_version|5.6.7.8\n" {
 			t.Errorf("got %q", got)
 		}
 	})
@@ -167,7 +198,37 @@ func TestParseVersionInfo(t *testing.T) {
 	}
 }
 
+// TestVersionInfoRealLaunchers reads the version resources of two real Windows
+// executables (testdata/verinfo/SOURCES.md): their only string table is British
+// English (080904b0) while their translation names US English (0409, 04b0).
+func TestVersionInfoRealLaunchers(t *testing.T) {
+	want := func(exe string) string {
+		return "file_version|1.1.0.14\nproduct_version|1.1.0.14\ncompany_name|Simple Launcher User\n" +
+			"file_description|Simple Launcher Executable\ninternal_name|" + exe + "\noriginal_filename|" + exe + "\n" +
+			"product_name|Simple Launcher\nlegal_copyright|Copyright (C) Simple Launcher User\n"
+	}
+	for name, exe := range map[string]string{"distlib_w64_launcher.bin": "w64.exe", "distlib_t32_launcher.bin": "t32.exe"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "verinfo", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := parseVersionInfo(b)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !slices.Equal(r.Translations, []uint32{0x040904b0}) || !slices.Equal(r.TableOrder, []string{"080904b0"}) {
+			t.Errorf("%s: translations %x, tables %q", name, r.Translations, r.TableOrder)
+		}
+		if got := lookVerRows(t, b); got != want(exe) {
+			t.Errorf("%s:\n got %q\nwant %q", name, got, want(exe))
+		}
+	}
+}
+
 func FuzzParseVersionInfo(f *testing.F) {
+	if b, err := os.ReadFile(filepath.Join("testdata", "verinfo", "distlib_w64_launcher.bin")); err == nil {
+		f.Add(b)
+	}
 	f.Add(lookNotepad())
 	f.Add(lookVerNode("VS_VERSION_INFO", false, nil, 0))
 	f.Add([]byte{})
@@ -175,6 +236,10 @@ func FuzzParseVersionInfo(f *testing.F) {
 		r, err := parseVersionInfo(b)
 		if err != nil {
 			return
+		}
+		key := stringTable(r)
+		if (key == "") != (len(r.TableOrder) == 0) || (key != "" && r.Tables[key] == nil) {
+			t.Fatalf("table %q of %q", key, r.TableOrder)
 		}
 		for _, row := range versionRows(r) {
 			if row[0] == "" {

@@ -52,6 +52,8 @@ func newPluginWith(r reader) *sdk.Plugin {
 		sdk.Row("backend", "backend"),
 		sdk.Row("state", "state"),
 		sdk.Row("mode", "mode"),
+		sdk.Row("block_all", "state"),
+		sdk.Row("stealth", "state"),
 		sdk.Row("pf", "state"),
 		sdk.Row("anchor", "name"),
 		sdk.Row("profile", "profile", "state"),

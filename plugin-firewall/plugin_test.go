@@ -119,9 +119,10 @@ func TestDeclaredRowKinds(t *testing.T) {
 	}
 	var state, rules []rows.Row
 
-	// macOS: block-all, anchors, pf rules, apps.
+	// macOS: block-all, stealth, anchors, pf rules, apps.
 	state = append(state, darwin.StateRows(darwin.StateReading{
-		GlobalState: ok("Firewall is enabled. (State = 2)"), PfInfo: ok("Status: Enabled"),
+		GlobalState: ok("Firewall is enabled. (State = 2)"), BlockAll: ok("Block all ENABLED!"),
+		StealthMode: ok("Stealth mode enabled"), PfInfo: ok("Status: Enabled"),
 		Anchors: ok("com.apple\n"), Rules: ok("pass in all\n"),
 	})...)
 	rules = append(rules, darwin.RulesRows(darwin.RulesReading{

@@ -12,10 +12,14 @@ var ErrBadListing = errors.New("unexpected ls -le output")
 
 // MacACE is one entry of a macOS extended ACL as ls prints it.
 type MacACE struct {
-	Principal string   // "user:<name>", "group:<name>", "user:#<uid>", "group:#<gid>" or a UUID
-	Type      string   // "allow" or "deny"
+	Principal string   // "user:<name>", "group:<name>", "user:#<uid>", "group:#<gid>" or a UUID; "" when not read
+	Type      string   // "allow", "deny", or "unknown" for an entry that was not understood
 	Perms     []string // ls's permission names in its order
 	Flags     []string // inherited, file_inherit, directory_inherit, limit_inherit, only_inherit
+	// Text and Problem are set on an unknown entry only: Text is what ls printed
+	// after the principal and type (the whole entry when those could not be told
+	// apart), Problem says what was not understood.
+	Text, Problem string
 }
 
 // LsListing is what ParseLsACL reads from the output of `ls -l -e -d -i -q -- <path>`.
@@ -25,10 +29,20 @@ type LsListing struct {
 	Entries  []MacACE
 }
 
-// inheritance flags ls prints after the permissions, in its order.
-var macEntryFlags = map[string]bool{
-	"file_inherit": true, "directory_inherit": true, "limit_inherit": true, "only_inherit": true,
-}
+// The names ls prints for an entry, in its order: permissions (files and
+// directories spell some differently) and then the inheritance flags. A name not in
+// these lists is not understood.
+var (
+	macPermNames = map[string]bool{
+		"read": true, "list": true, "write": true, "add_file": true, "execute": true, "search": true,
+		"delete": true, "append": true, "add_subdirectory": true, "delete_child": true,
+		"readattr": true, "writeattr": true, "readextattr": true, "writeextattr": true,
+		"readsecurity": true, "writesecurity": true, "chown": true, "synchronize": true,
+	}
+	macEntryFlags = map[string]bool{
+		"file_inherit": true, "directory_inherit": true, "limit_inherit": true, "only_inherit": true,
+	}
+)
 
 // ParseLsACL parses the output of macOS `ls -l -e -d -i -q -- <path>` for one path: a
 // long-listing line starting with the inode number and the mode string, then one line
@@ -41,9 +55,12 @@ var macEntryFlags = map[string]bool{
 // (ABCDEFAB-CDEF-ABCD-EFAB-CDEF<gid in hex>) is shown here as "user:#<uid>" or
 // "group:#<gid>"; any other UUID is kept as it is.
 //
-// Anything unexpected (no listing line, an entry line that does not parse, indexes
-// that do not increase, an entry type other than allow or deny, a name ls would never
-// print) rejects the whole output; no partial list is returned.
+// An entry line whose content is not understood (an entry type other than allow or
+// deny, a permission or flag name ls is not known to print, no principal) is kept as
+// an entry of type "unknown" that says what was not understood, and the entries
+// around it are read as usual: one strange entry does not hide the others. The
+// output is rejected as a whole only when it is not one listing: no listing line, a
+// line that is not an entry (no "<index>: "), or indexes that do not increase.
 func ParseLsACL(out string) (LsListing, error) {
 	var l LsListing
 	out = strings.TrimSuffix(out, "\n")
@@ -63,89 +80,99 @@ func ParseLsACL(out string) (LsListing, error) {
 	if len(mode) < 10 || !strings.ContainsRune("-dlpcbsw", rune(mode[0])) {
 		return l, fmt.Errorf("%w: mode %q", ErrBadListing, mode)
 	}
-	l.Inode, l.FileType = ino, mode[0]
+	entries, err := parseLsEntries(lines[1:])
+	if err != nil {
+		return l, err
+	}
+	l.Inode, l.FileType, l.Entries = ino, mode[0], entries
+	return l, nil
+}
+
+// parseLsEntries reads the ACL entry lines that follow ls's listing line.
+func parseLsEntries(lines []string) ([]MacACE, error) {
+	var entries []MacACE
 	last := -1
-	for _, line := range lines[1:] {
+	for _, line := range lines {
 		idx, e, err := parseLsEntry(line)
 		if err != nil {
-			return LsListing{}, err
+			return nil, err
 		}
 		// ls counts entries it could not print too, so indexes can skip but never
 		// repeat or go back; a line that breaks the order is not an entry ls wrote.
 		if idx <= last {
-			return LsListing{}, fmt.Errorf("%w: entry index %d after %d", ErrBadListing, idx, last)
+			return nil, fmt.Errorf("%w: entry index %d after %d", ErrBadListing, idx, last)
 		}
 		last = idx
-		l.Entries = append(l.Entries, e)
+		entries = append(entries, e)
 	}
-	return l, nil
+	return entries, nil
 }
 
+// parseLsEntry reads one entry line. An error means the line is not an entry line at
+// all; an entry line whose content is not understood comes back as an unknown entry.
 func parseLsEntry(line string) (int, MacACE, error) {
-	var e MacACE
-	bad := func(why string) (int, MacACE, error) {
-		return 0, MacACE{}, fmt.Errorf("%w: entry %q: %s", ErrBadListing, line, why)
-	}
 	rest := strings.TrimLeft(line, " ")
 	colon := strings.Index(rest, ": ")
 	if colon <= 0 {
-		return bad("no index")
+		return 0, MacACE{}, fmt.Errorf("%w: entry %q: no index", ErrBadListing, line)
 	}
 	idx, err := strconv.Atoi(rest[:colon])
 	if err != nil || idx < 0 {
-		return bad("bad index")
+		return 0, MacACE{}, fmt.Errorf("%w: entry %q: bad index", ErrBadListing, line)
 	}
-	rest = rest[colon+2:]
-	// From the right: the names (possibly empty), the type, an optional
-	// " inherited", and the principal, which may itself contain spaces.
-	sp := strings.LastIndexByte(rest, ' ')
-	if sp < 0 {
-		return bad("no entry type")
+	body := rest[colon+2:]
+	unknown := func(principal, text, why string) (int, MacACE, error) {
+		return idx, MacACE{Principal: principal, Type: "unknown", Text: text, Problem: why}, nil
 	}
-	names := rest[sp+1:]
-	rest = rest[:sp]
-	sp = strings.LastIndexByte(rest, ' ')
-	if sp < 0 {
-		return bad("no principal")
+	// The type is the last " allow " or " deny " (or the line's end after one): the
+	// principal before it may hold blanks, the names after it never do.
+	typ, principal, names, ok := splitLsEntry(body)
+	if !ok {
+		return unknown("", body, "entry type is not allow or deny")
 	}
-	e.Type = rest[sp+1:]
-	if e.Type != "allow" && e.Type != "deny" {
-		return bad("entry type is not allow or deny")
-	}
-	principal := rest[:sp]
+	var e MacACE
+	e.Type = typ
 	if p, ok := strings.CutSuffix(principal, " inherited"); ok {
 		principal = p
 		e.Flags = append(e.Flags, "inherited")
 	}
 	if principal == "" {
-		return bad("empty principal")
+		return unknown("", body, "no principal")
 	}
 	e.Principal = macPrincipal(principal)
 	if names != "" {
 		for _, n := range strings.Split(names, ",") {
-			if !isLsName(n) {
-				return bad(fmt.Sprintf("permission name %q", n))
-			}
-			if macEntryFlags[n] {
+			switch {
+			case macEntryFlags[n]:
 				e.Flags = append(e.Flags, n)
-			} else {
+			case macPermNames[n]:
 				e.Perms = append(e.Perms, n)
+			default:
+				return unknown(e.Principal, typ+" "+names, fmt.Sprintf("permission name %q", n))
 			}
 		}
 	}
 	return idx, e, nil
 }
 
-func isLsName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c != '_' && (c < 'a' || c > 'z') {
-			return false
+// splitLsEntry splits "<principal> <allow|deny> <names>" at the last " allow " or
+// " deny ", or at a final " allow" or " deny" with no names after it.
+func splitLsEntry(body string) (typ, principal, names string, ok bool) {
+	best := -1
+	for _, t := range []string{"allow", "deny"} {
+		if i := strings.LastIndex(body, " "+t+" "); i > best {
+			best, typ = i, t
 		}
 	}
-	return true
+	if best >= 0 {
+		return typ, body[:best], body[best+len(typ)+2:], true
+	}
+	for _, t := range []string{"allow", "deny"} {
+		if p, found := strings.CutSuffix(body, " "+t); found {
+			return t, p, "", true
+		}
+	}
+	return "", "", "", false
 }
 
 // macPrincipal maps the uid- and gid-derived UUIDs to "user:#<uid>" and
@@ -174,7 +201,10 @@ type MacInfo struct {
 
 // MacRows builds the get_acl rows for a macOS file: owner, group, permissions,
 // mode, acl (extended when the file has ACL entries, none otherwise; the ACL-level
-// flags are not shown by ls and are always "-"), then one ace row per entry.
+// flags are not shown by ls and are always "-"), then one ace row per entry. An entry
+// that was not understood is the row ace|unknown|<principal, or ->|<what ls printed
+// after the principal, or the whole entry>|-, in its place among the others, so it is
+// neither dropped nor guessed at.
 func MacRows(info MacInfo) []Row {
 	rows := statRows(info.Owner, info.Group, info.Mode)
 	status := StatusNone
@@ -183,6 +213,10 @@ func MacRows(info MacInfo) []Row {
 	}
 	rows = append(rows, newRow("acl", status, "-"))
 	for _, e := range info.Entries {
+		if e.Type == "unknown" {
+			rows = append(rows, newRow("ace", "unknown", dash(e.Principal), dash(e.Text), "-"))
+			continue
+		}
 		rows = append(rows, newRow("ace", e.Type, e.Principal,
 			dash(strings.Join(e.Perms, ",")), dash(strings.Join(e.Flags, ","))))
 	}

@@ -86,6 +86,79 @@ func ClassifyType(fstype string) Class {
 	return Local
 }
 
+// macFUSETypes are the type names macOS reports for every FUSE mount, whatever
+// daemon serves it (macFUSE 4 and later say macfuse; OSXFUSE 3 said osxfuse, older
+// releases osxfusefs; fusefs is MacFUSE's and FreeBSD's).
+var macFUSETypes = setOf("macfuse", "osxfuse", "osxfusefs", "fusefs")
+
+// isFUSE reports whether t (lower case) names a FUSE mount whose type does not say
+// what serves it: the macOS names, Linux's bare "fuse", and Linux's "fuse.<daemon>".
+// fuseblk is not one: the kernel mounts it on a local block device.
+func isFUSE(t string) bool {
+	_, mac := macFUSETypes[t]
+	return mac || t == "fuse" || strings.HasPrefix(t, "fuse.")
+}
+
+// ClassifyMount classifies one mount from its type name, its source (what mount
+// shows before " on ") and the OS's own "not local" flag (macOS's MNT_LOCAL clear).
+//
+// FUSE mounts have a rule of their own, because on them neither the type nor the flag
+// tells where the data lives: macOS names every FUSE mount macfuse (or osxfuse), an
+// sshfs mount included, and marks it local or not as whoever mounted it asked with
+// "-o local". So a FUSE mount is judged by what it serves:
+//
+//  1. a type on the network or pseudo list (fuse.sshfs, fuse.lxcfs, ...) decides;
+//  2. a source that names another machine is network: "[user@]host:path" (a colon
+//     before any slash, as sshfs and rclone write it), "//host/share" or
+//     "scheme://...";
+//  3. a source that is an absolute path is local: a device node such as /dev/disk4s1
+//     (an attached disk image or local disk) or a file or directory on this machine;
+//  4. on Linux, fuse.<daemon> for a daemon not on the network list stays local, as
+//     before: the kernel names the daemon and the list holds the remote ones;
+//  5. anything else, such as macFUSE's default "<daemon>@macfuse0", a bare name or an
+//     empty source, is network: the daemon is unknown and may be remote, and treating
+//     it as network only costs a skipped walk, while the other mistake can hang one.
+//
+// Every other type is classified by ClassifyType, then by the flag.
+func ClassifyMount(fstype, source string, remote bool) Class {
+	t := strings.ToLower(fstype)
+	if !isFUSE(t) {
+		if c := ClassifyType(t); c != Local {
+			return c
+		}
+		if remote {
+			return Network
+		}
+		return Local
+	}
+	if c := ClassifyType(t); c != Local {
+		return c
+	}
+	switch {
+	case remoteSource(source):
+		return Network
+	case strings.HasPrefix(source, "/"):
+		return Local
+	case strings.HasPrefix(t, "fuse."):
+		return Local
+	}
+	return Network
+}
+
+// remoteSource reports whether a mount source names another machine.
+func remoteSource(s string) bool {
+	if strings.HasPrefix(s, "//") || strings.Contains(s, "://") {
+		return true
+	}
+	colon := strings.IndexByte(s, ':')
+	if colon <= 0 {
+		return false
+	}
+	// "host:path" or "user@host:path": a colon with no slash before it. An absolute
+	// path with a colon in it (/Volumes/a:b) has its slash first.
+	return !strings.Contains(s[:colon], "/")
+}
+
 // NetworkTypes returns the network type names, for documentation and tests.
 func NetworkTypes() []string { return keys(networkTypes) }
 

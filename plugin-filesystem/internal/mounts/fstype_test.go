@@ -27,6 +27,56 @@ func TestClassifyType(t *testing.T) {
 	}
 }
 
+func TestClassifyMountFUSE(t *testing.T) {
+	tests := []struct {
+		name, fstype, source string
+		remote               bool
+		want                 Class
+	}{
+		// From published `mount` lines (source, type, and whether "local" was among
+		// the flags). SeaweedFS's wiki: "weed@osxfuse0 on ... (osxfuse, local, ...)",
+		// a network filesystem flagged local.
+		{"seaweedfs flagged local", "osxfuse", "weed@osxfuse0", false, Network},
+		// Alluxio/alluxio docs: "java@macfuse0 on <mount_point> (macfuse, nodev, ...)".
+		{"alluxio", "macfuse", "java@macfuse0", true, Network},
+		// A JuiceFS tutorial: "JuiceFS:alicloud on /Users/voidint/jfs (macfuse, ...)".
+		{"juicefs", "macfuse", "JuiceFS:alicloud", true, Network},
+		// sshfs notes: "user@host:/remotefolder/ on /localfolder (osxfuse, synchronous)".
+		{"sshfs", "osxfuse", "user@host:/remotefolder/", true, Network},
+		// Constructed, as issue 32 describes them.
+		{"sshfs -o local", "macfuse", "me@build01:/srv", false, Network},
+		{"macfuse disk image", "macfuse", "/dev/disk4s1", true, Local},
+		{"macfuse disk image flagged local", "macfuse", "/dev/disk4s1", false, Local},
+		{"image file as source", "macfuse", "/Users/me/images/ext4.img", true, Local},
+		{"url source", "macfuse", "https://dav.example.com/files", false, Network},
+		{"smb-style source", "osxfusefs", "//server/share", false, Network},
+		{"bindfs default name", "osxfuse", "bindfs@osxfuse0", false, Network},
+		{"empty source", "macfuse", "", false, Network},
+		{"path with colon is local", "macfuse", "/Volumes/a:b", true, Local},
+		// Linux keeps its subtype rules.
+		{"linux sshfs", "fuse.sshfs", "me@host:/srv", false, Network},
+		{"linux lxcfs", "fuse.lxcfs", "lxcfs", false, Pseudo},
+		{"linux portal", "fuse.portal", "portal", false, Local},
+		{"linux unknown daemon, remote source", "fuse.mystery", "host:/x", false, Network},
+		{"linux bare fuse, remote source", "fuse", "sshfs#me@host:/x", false, Network},
+		{"linux fuseblk", "fuseblk", "/dev/sdb1", false, Local},
+		// Not FUSE: the flag still decides.
+		{"apfs", "apfs", "/dev/disk3s1", false, Local},
+		{"apfs not local", "apfs", "/dev/disk3s1", true, Network},
+		{"smbfs", "smbfs", "//me@nas/share", false, Network},
+		{"autofs", "autofs", "map auto_home", true, Pseudo},
+	}
+	for _, tt := range tests {
+		if got := ClassifyMount(tt.fstype, tt.source, tt.remote); got != tt.want {
+			t.Errorf("%s: ClassifyMount(%q, %q, %v) = %v, want %v", tt.name, tt.fstype, tt.source, tt.remote, got, tt.want)
+		}
+		m := Mount{FSType: tt.fstype, Source: tt.source, Remote: tt.remote}
+		if got := m.Class(); got != tt.want {
+			t.Errorf("%s: Mount.Class() = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
 func TestTypeListsDisjoint(t *testing.T) {
 	for _, n := range NetworkTypes() {
 		if _, ok := pseudoTypes[n]; ok {

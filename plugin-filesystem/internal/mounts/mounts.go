@@ -67,17 +67,13 @@ type Mount struct {
 	Remote bool
 }
 
-// Class classifies the mount by its type name first and then by the OS's
-// own locality flag, so a pseudo filesystem that the OS does not call local
-// (macOS autofs) still reads as pseudo.
+// Class classifies the mount with ClassifyMount: by its type name first and
+// then by the OS's own locality flag, so a pseudo filesystem that the OS does
+// not call local (macOS autofs) still reads as pseudo, except that a FUSE
+// mount is judged by its source, since neither its type nor the flag says
+// where its data lives.
 func (m Mount) Class() Class {
-	if c := ClassifyType(m.FSType); c != Local {
-		return c
-	}
-	if m.Remote {
-		return Network
-	}
-	return Local
+	return ClassifyMount(m.FSType, m.Source, m.Remote)
 }
 
 // Table answers which class of filesystem a path is on. The zero value and a

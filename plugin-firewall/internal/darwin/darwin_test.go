@@ -28,6 +28,12 @@ func rowsEqual(t *testing.T, name string, got []rows.Row, want ...string) {
 	}
 }
 
+// blockAllOff and stealthOff are the getter answers most cases use.
+var (
+	blockAllOff = ok("Firewall has block all state set to disabled.\n")
+	stealthOff  = ok("Firewall stealth mode is off\n")
+)
+
 func TestStateRows(t *testing.T) {
 	tests := []struct {
 		name string
@@ -35,38 +41,65 @@ func TestStateRows(t *testing.T) {
 		want []string
 	}{
 		{"unprivileged sample", StateReading{
-			GlobalState: ok("Firewall is disabled. (State = 0)\n"),
-			PfInfo:      refused, Anchors: refused, Rules: refused,
-		}, []string{"backend|appfirewall", "state|disabled", "pf|unknown", "ruleset|unknown"}},
+			GlobalState: ok("Firewall is disabled. (State = 0)\n"), BlockAll: blockAllOff, StealthMode: stealthOff,
+			PfInfo: refused, Anchors: refused, Rules: refused,
+		}, []string{"backend|appfirewall", "state|disabled", "block_all|off", "stealth|off", "pf|unknown", "ruleset|unknown"}},
 		{"root, everything read", StateReading{
-			GlobalState: ok("Firewall is enabled. (State = 1)\n"),
-			PfInfo:      ok("Status: Enabled for 0 days 00:00:15           Debug: Urgent\n"),
-			Anchors:     ok("  NordVPN\n  com.apple\n  bad|name\n"),
-			Rules:       ok("scrub-anchor \"com.apple/*\" all fragment reassemble\nanchor \"com.apple/*\" all\n"),
-		}, []string{"backend|appfirewall", "state|enabled", "pf|enabled",
-			"anchor|NordVPN", "anchor|com.apple", "anchor|bad_name", "ruleset|2"}},
-		{"block all", StateReading{
-			GlobalState: ok("Firewall is set to block all incoming connections. (State = 2)\n"),
-			PfInfo:      ok("Status: Disabled for 0 days 00:01:02\n"),
-			Anchors:     ok(""), Rules: ok(""),
-		}, []string{"backend|appfirewall", "state|enabled", "mode|block_all", "pf|disabled", "ruleset|0"}},
+			GlobalState: ok("Firewall is enabled. (State = 1)\n"), BlockAll: blockAllOff, StealthMode: ok("Stealth mode enabled\n"),
+			PfInfo:  ok("Status: Enabled for 0 days 00:00:15           Debug: Urgent\n"),
+			Anchors: ok(" NordVPN\n com.apple\n com.apple/200.AirDrop\n com.apple/200.AirDrop/Bonjour\n bad|name\n"),
+			Rules:   ok("scrub-anchor \"com.apple/*\" all fragment reassemble\nanchor \"com.apple/*\" all\n"),
+		}, []string{"backend|appfirewall", "state|enabled", "block_all|off", "stealth|on", "pf|enabled",
+			"anchor|NordVPN", "anchor|com.apple", "anchor|com.apple/200.AirDrop", "anchor|com.apple/200.AirDrop/Bonjour",
+			"anchor|bad_name", "ruleset|2"}},
+		{"block all read from its getter", StateReading{
+			GlobalState: ok("Firewall is blocking all non-essential incoming connections. (State = 2)\n"),
+			BlockAll:    ok("Firewall has block all state set to enabled.\n"), StealthMode: stealthOff,
+			PfInfo:  ok("Status: Disabled for 0 days 00:01:02\n"),
+			Anchors: ok(""), Rules: ok(""),
+		}, []string{"backend|appfirewall", "state|enabled", "mode|block_all", "block_all|on", "stealth|off", "pf|disabled", "ruleset|0"}},
+		// State 2 alone no longer means block-all: a real capture shows State = 2 with
+		// block-all disabled.
+		{"state 2, block all disabled", StateReading{
+			GlobalState: ok("Firewall is enabled. (State = 2)\n"), BlockAll: ok("Block all DISABLED! \n"),
+			StealthMode: ok("Stealth mode enabled\n"), PfInfo: refused, Anchors: refused, Rules: refused,
+		}, []string{"backend|appfirewall", "state|enabled", "block_all|off", "stealth|on", "pf|unknown", "ruleset|unknown"}},
+		{"state 2, block all unreadable", StateReading{
+			GlobalState: ok("Firewall is enabled. (State = 2)\n"),
+			BlockAll:    ok("Firewall settings cannot be modified from command line on managed Mac computers.\n"),
+			StealthMode: ok("ALF: Error, kStealthEnableKey does not return the correct type.\n"),
+			PfInfo:      refused, Anchors: refused, Rules: refused,
+		}, []string{"backend|appfirewall", "state|enabled", "block_all|unknown", "error|blockall:managed",
+			"stealth|unknown", "error|stealthmode:alf_error:ALF: Error, kStealthEnableKey does not return the correct type.",
+			"pf|unknown", "ruleset|unknown"}},
+		{"unknown wordings", StateReading{
+			GlobalState: ok("Pare-feu actif\n"), BlockAll: ok("Block all SOMETIMES!\n"), StealthMode: ok(""),
+			PfInfo: refused, Anchors: refused, Rules: refused,
+		}, []string{"backend|appfirewall", "state|unknown", "error|globalstate:unrecognized:Pare-feu actif",
+			"block_all|unknown", "error|blockall:unrecognized:Block all SOMETIMES!",
+			"stealth|unknown", "error|stealthmode:empty", "pf|unknown", "ruleset|unknown"}},
 		{"global state exit status not checked", StateReading{
 			GlobalState: subprocess.Result{ToolRan: true, ExitCode: 3, Output: []byte("Firewall is enabled. (State = 1)"), Reason: subprocess.ReasonExited},
-			PfInfo:      refused, Anchors: refused, Rules: refused,
-		}, []string{"backend|appfirewall", "state|enabled", "pf|unknown", "ruleset|unknown"}},
-		{"global state timed out", StateReading{
+			BlockAll:    subprocess.Result{ToolRan: true, ExitCode: 1, Output: []byte("Block all DISABLED!"), Reason: subprocess.ReasonExited},
+			StealthMode: stealthOff, PfInfo: refused, Anchors: refused, Rules: refused,
+		}, []string{"backend|appfirewall", "state|enabled", "block_all|off", "stealth|off", "pf|unknown", "ruleset|unknown"}},
+		{"getters timed out or cut", StateReading{
 			GlobalState: subprocess.Result{ToolRan: true, ExitCode: -1, TimedOut: true, Output: []byte("Firewall is enabled."), Reason: subprocess.ReasonDeadline},
+			BlockAll:    subprocess.Result{ToolRan: true, OutputTruncated: true, Output: []byte("Block all ENABLED!"), Reason: subprocess.ReasonExited},
+			StealthMode: subprocess.Result{ToolRan: true, ExitCode: -1, Output: []byte("Stealth mode enabled"), Reason: subprocess.ReasonSignaled},
 			PfInfo:      subprocess.Result{ToolRan: true, OutputTruncated: true, Output: []byte("Status: Disabled"), Reason: subprocess.ReasonExited},
 			Anchors:     refused, Rules: refused,
-		}, []string{"backend|appfirewall", "state|unknown", "pf|unknown", "ruleset|unknown"}},
+		}, []string{"backend|appfirewall", "state|unknown", "error|globalstate:timeout", "block_all|unknown", "error|blockall:truncated",
+			"stealth|unknown", "error|stealthmode:signaled", "pf|unknown", "ruleset|unknown"}},
 		{"nothing ran", StateReading{},
-			[]string{"backend|appfirewall", "state|unknown", "pf|unknown", "ruleset|unknown"}},
+			[]string{"backend|appfirewall", "state|unknown", "error|globalstate:not_run", "block_all|unknown", "error|blockall:not_run",
+				"stealth|unknown", "error|stealthmode:not_run", "pf|unknown", "ruleset|unknown"}},
 		{"anchors cut short", StateReading{
-			GlobalState: ok("Firewall is disabled. (State = 0)"),
-			PfInfo:      ok("Status: Enabled"),
-			Anchors:     subprocess.Result{ToolRan: true, OutputTruncated: true, Output: []byte("  a\n  b\n"), Reason: subprocess.ReasonExited},
-			Rules:       subprocess.Result{ToolRan: true, ExitCode: -1, TimedOut: true, Output: []byte("pass all\n"), Reason: subprocess.ReasonDeadline},
-		}, []string{"backend|appfirewall", "state|disabled", "pf|enabled", "ruleset|unknown"}},
+			GlobalState: ok("Firewall is disabled. (State = 0)"), BlockAll: blockAllOff, StealthMode: stealthOff,
+			PfInfo:  ok("Status: Enabled"),
+			Anchors: subprocess.Result{ToolRan: true, OutputTruncated: true, Output: []byte("  a\n  b\n"), Reason: subprocess.ReasonExited},
+			Rules:   subprocess.Result{ToolRan: true, ExitCode: -1, TimedOut: true, Output: []byte("pass all\n"), Reason: subprocess.ReasonDeadline},
+		}, []string{"backend|appfirewall", "state|disabled", "block_all|off", "stealth|off", "pf|enabled", "ruleset|unknown"}},
 	}
 	for _, tt := range tests {
 		rowsEqual(t, tt.name, StateRows(tt.in), tt.want...)
@@ -96,20 +129,26 @@ func TestRulesRows(t *testing.T) {
 	}),
 		"app|/Applications/We_rd.app|block",
 		"app|/x|unknown",
+		"error|listapps:decision:/x: (Something new)",
 		"rule|pass in all",
 		"rule|  block drop in proto tcp to port 23",
 		"anchor|com.apple",
 		"ruleset|2")
 
-	// A listapps read that did not complete publishes no apps at all.
+	// A listapps read that did not complete publishes no apps at all, and says why.
 	rowsEqual(t, "listapps truncated", RulesRows(RulesReading{
 		ListApps: subprocess.Result{ToolRan: true, OutputTruncated: true, Output: apps, Reason: subprocess.ReasonExited},
 		Rules:    ok(""), Anchors: ok(""),
-	}), "ruleset|0")
+	}), "error|listapps:truncated", "ruleset|0")
 	rowsEqual(t, "listapps failed", RulesRows(RulesReading{
 		ListApps: subprocess.Result{ToolRan: true, ExitCode: 1, Output: apps, Reason: subprocess.ReasonExited},
 		Rules:    refused, Anchors: refused,
-	}), "ruleset|unknown")
+	}), "error|listapps:exit:1", "ruleset|unknown")
+
+	// A header announcing apps that do not parse is never an empty list.
+	rowsEqual(t, "listapps not understood", RulesRows(RulesReading{
+		ListApps: ok("Total number of apps = 2\nA [allowed]\nB [blocked]\n"), Rules: refused, Anchors: refused,
+	}), "error|listapps:line:A [allowed]", "error|listapps:line:B [blocked]", "error|listapps:count:2:0", "ruleset|unknown")
 }
 
 // scripted is a runner answering from a table keyed by the command line.
@@ -134,32 +173,39 @@ func TestReader(t *testing.T) {
 	sfw, pf := SocketfilterfwPath, PfctlPath
 	s := &scripted{answers: map[string]subprocess.Result{
 		sfw + " --getglobalstate": ok("Firewall is enabled. (State = 1)\n"),
-		sfw + " --listapps":       ok("1 : /usr/sbin/cupsd \n  (Allow incoming connections)\n"),
+		sfw + " --getblockall":    ok("Firewall has block all state set to disabled.\n"),
+		sfw + " --getstealthmode": ok("Firewall stealth mode is on\n"),
+		sfw + " --listapps":       ok("Total number of apps = 1 \n1 : /usr/sbin/cupsd \n  (Allow incoming connections)\n"),
 		pf + " -s info":           refused,
-		pf + " -s Anchors":        refused,
+		pf + " -v -s Anchors":     refused,
 		pf + " -s rules":          refused,
 	}}
 	r := New()
 	r.Run = s.run
 	rowsEqual(t, "state", r.State(context.Background()),
-		"backend|appfirewall", "state|enabled", "pf|unknown", "ruleset|unknown")
+		"backend|appfirewall", "state|enabled", "block_all|off", "stealth|on", "pf|unknown", "ruleset|unknown")
 	rowsEqual(t, "rules", r.Rules(context.Background()), "app|/usr/sbin/cupsd|allow", "ruleset|unknown")
 	wantCalls := []string{
-		sfw + " --getglobalstate", pf + " -s info", pf + " -s Anchors", pf + " -s rules",
-		sfw + " --listapps", pf + " -s rules", pf + " -s Anchors",
+		sfw + " --getglobalstate", sfw + " --getblockall", sfw + " --getstealthmode",
+		pf + " -s info", pf + " -v -s Anchors", pf + " -s rules",
+		sfw + " --listapps", pf + " -s rules", pf + " -v -s Anchors",
 	}
 	if !slices.Equal(s.calls, wantCalls) {
 		t.Errorf("calls %q\nwant %q", s.calls, wantCalls)
 	}
 	for _, sp := range s.specs {
-		if sp.Timeout != 5*time.Second || sp.MergeStderr {
-			t.Errorf("spec %+v: want a 5s deadline and stderr discarded", sp)
+		// socketfilterfw's refusals may come on stderr, so they are read; pfctl's
+		// stderr is only ALTQ chatter and is dropped.
+		wantMerge := sp.Argv[0] == sfw
+		if sp.Timeout != 5*time.Second || sp.MergeStderr != wantMerge {
+			t.Errorf("spec %+v: want a 5s deadline and MergeStderr %v", sp, wantMerge)
 		}
 	}
 
 	// Tools that cannot be started: unknown everywhere, no rows invented.
 	r.Run = (&scripted{}).run
 	rowsEqual(t, "no tools", r.State(context.Background()),
-		"backend|appfirewall", "state|unknown", "pf|unknown", "ruleset|unknown")
-	rowsEqual(t, "no tools rules", r.Rules(context.Background()), "ruleset|unknown")
+		"backend|appfirewall", "state|unknown", "error|globalstate:not_run", "block_all|unknown", "error|blockall:not_run",
+		"stealth|unknown", "error|stealthmode:not_run", "pf|unknown", "ruleset|unknown")
+	rowsEqual(t, "no tools rules", r.Rules(context.Background()), "error|listapps:not_run", "ruleset|unknown")
 }

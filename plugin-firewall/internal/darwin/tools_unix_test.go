@@ -40,6 +40,8 @@ func TestRealToolsBadOutput(t *testing.T) {
 	floodPf := script(t, dir, "pf-flood", "echo 'Status: Disabled'\nyes 'pass in all' | head -c 2000000\n")
 	junk := script(t, dir, "junk", "printf '\\177ELF\\002\\001\\001\\000|\\r\\n\\377\\376'\n")
 	silent := script(t, dir, "silent", "exit 0\n")
+	// The junk's two lines, folded into one error detail.
+	const junkDetail = "\x7fELF\x02\x01\x01\x00_ \xff\xfe"
 
 	tests := []struct {
 		name         string
@@ -47,17 +49,24 @@ func TestRealToolsBadOutput(t *testing.T) {
 		state, rules []string
 	}{
 		{"hanging", hangSfw, hangPf,
-			[]string{"backend|appfirewall", "state|unknown", "pf|unknown", "ruleset|unknown"},
-			[]string{"ruleset|unknown"}},
+			[]string{"backend|appfirewall", "state|unknown", "error|globalstate:timeout", "block_all|unknown", "error|blockall:timeout",
+				"stealth|unknown", "error|stealthmode:timeout", "pf|unknown", "ruleset|unknown"},
+			[]string{"error|listapps:timeout", "ruleset|unknown"}},
 		{"flooding", floodSfw, floodPf,
-			[]string{"backend|appfirewall", "state|unknown", "pf|unknown", "ruleset|unknown"},
-			[]string{"ruleset|unknown"}},
+			[]string{"backend|appfirewall", "state|unknown", "error|globalstate:truncated", "block_all|unknown", "error|blockall:truncated",
+				"stealth|unknown", "error|stealthmode:truncated", "pf|unknown", "ruleset|unknown"},
+			[]string{"error|listapps:truncated", "ruleset|unknown"}},
 		{"junk", junk, junk,
-			[]string{"backend|appfirewall", "state|unknown", "pf|unknown", "anchor|\x7fELF\x02\x01\x01\x00_", "anchor|\xff\xfe", "ruleset|2"},
-			[]string{"rule|\x7fELF\x02\x01\x01\x00_", "rule|\xff\xfe", "anchor|\x7fELF\x02\x01\x01\x00_", "anchor|\xff\xfe", "ruleset|2"}},
+			[]string{"backend|appfirewall", "state|unknown", "error|globalstate:unrecognized:" + junkDetail,
+				"block_all|unknown", "error|blockall:unrecognized:\x7fELF\x02\x01\x01\x00_", "stealth|unknown",
+				"error|stealthmode:unrecognized:\x7fELF\x02\x01\x01\x00_",
+				"pf|unknown", "anchor|\x7fELF\x02\x01\x01\x00_", "anchor|\xff\xfe", "ruleset|2"},
+			[]string{"error|listapps:line:\x7fELF\x02\x01\x01\x00_", "error|listapps:line:\xff\xfe",
+				"rule|\x7fELF\x02\x01\x01\x00_", "rule|\xff\xfe", "anchor|\x7fELF\x02\x01\x01\x00_", "anchor|\xff\xfe", "ruleset|2"}},
 		{"silent", silent, silent,
-			[]string{"backend|appfirewall", "state|unknown", "pf|unknown", "ruleset|0"},
-			[]string{"ruleset|0"}},
+			[]string{"backend|appfirewall", "state|unknown", "error|globalstate:empty", "block_all|unknown", "error|blockall:empty",
+				"stealth|unknown", "error|stealthmode:empty", "pf|unknown", "ruleset|0"},
+			[]string{"error|listapps:empty", "ruleset|0"}},
 	}
 	const timeout = 150 * time.Millisecond
 	for _, tt := range tests {
@@ -66,8 +75,8 @@ func TestRealToolsBadOutput(t *testing.T) {
 			start := time.Now()
 			rowsEqual(t, "state", r.State(context.Background()), tt.state...)
 			rowsEqual(t, "rules", r.Rules(context.Background()), tt.rules...)
-			// Seven tool runs in all; each is bounded by the deadline plus start-up.
-			if d := time.Since(start); d > 7*(timeout+300*time.Millisecond) {
+			// Nine tool runs in all; each is bounded by the deadline plus start-up.
+			if d := time.Since(start); d > 9*(timeout+300*time.Millisecond) {
 				t.Errorf("took %v with %v deadlines", d, timeout)
 			}
 		})

@@ -16,21 +16,23 @@ func readTestdata(t *testing.T, name string) []byte {
 	return b
 }
 
-// seedTestdata adds every testdata file to a fuzz corpus, so the fuzzers start from
-// real tool output.
+// seedTestdata adds every testdata file, the real captures included, to a fuzz
+// corpus, so the fuzzers start from real tool output.
 func seedTestdata(f *testing.F) {
 	f.Helper()
-	entries, err := os.ReadDir("testdata")
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, e := range entries {
-		if e.Type().IsRegular() {
-			b, err := os.ReadFile(filepath.Join("testdata", e.Name()))
-			if err != nil {
-				f.Fatal(err)
+	for _, dir := range []string{"testdata", filepath.Join("testdata", "captures")} {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.Type().IsRegular() && filepath.Ext(e.Name()) == ".txt" {
+				b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+				if err != nil {
+					f.Fatal(err)
+				}
+				f.Add(b)
 			}
-			f.Add(b)
 		}
 	}
 }
