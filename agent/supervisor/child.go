@@ -9,6 +9,8 @@ import (
 // child is a running child with the reason the agent ended it, if it did.
 type child struct {
 	Child
+	// bin is the build the child runs.
+	bin    Binary
 	reason atomic.Pointer[string]
 }
 

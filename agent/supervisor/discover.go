@@ -3,26 +3,24 @@ package supervisor
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 
-	"github.com/yuzugo/yuzu/agent/internal/manifest"
+	"github.com/yuzugo/yuzu/agent/trust"
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/safefile"
 )
 
 // BinaryPrefix starts the file name of every plugin binary.
-const BinaryPrefix = "yuzu-plugin-"
+const BinaryPrefix = trust.BinaryPrefix
 
-// binary is one plugin binary found in the plugin dir.
+// binary is one plugin the plugin dir offers, and whether it may run.
 type binary struct {
-	name     string // plugin name from the file name
-	path     string
-	checksum []byte // from the manifest; nil when refused
-	refused  error  // why it may not run, or nil
+	Binary
+	refused error // why it may not run, or nil
 }
 
 // PluginName returns the plugin name a file name stands for, and whether the file
@@ -38,47 +36,104 @@ func PluginName(file string) (string, bool) {
 	return name, name != ""
 }
 
-// discover lists the plugin binaries of dir and decides for each whether it may run.
-// Files that are not named like a plugin binary are ignored. An error means the
-// directory itself cannot be read.
-func discover(dir string) (map[string]*binary, error) {
+// catalogView is what discovery read: the plugins, and what to say about the
+// catalog itself once (a migration, keys that no longer verify).
+type catalogView struct {
+	bins  map[string]*binary
+	notes []string
+}
+
+// discover reads the catalog of dir and decides for each plugin whether it may run:
+// its entry (a build for this system, not signed only by revoked keys, signed at all
+// where publisher keys are configured) and its file (a regular file owned by root or
+// the agent's user that nobody else can change). A plugin binary at the top of dir
+// that the catalog does not name is kept, refused, so that `plugins` and a command for
+// it say why; other files are ignored. An error means the directory itself cannot be
+// used. A catalog that cannot be read refuses every plugin, naming the problem.
+func discover(dir string, keys *trust.Keys) (catalogView, error) {
+	v := catalogView{bins: map[string]*binary{}}
 	if err := checkDir(dir); err != nil {
-		return nil, err
+		return v, err
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("plugin dir %s: %w", dir, err)
+		return v, fmt.Errorf("plugin dir %s: %w", dir, err)
 	}
-	sums, merr := manifest.Read(dir)
-	found := map[string]*binary{}
-	for _, e := range entries {
-		name, ok := PluginName(e.Name())
-		if !ok || strings.Contains(e.Name(), ".tmp.") {
+	cat, cerr := trust.Load(dir)
+	if cat != nil && cat.Migrated > 0 || cat != nil && cat.MigrationErr != nil {
+		note := fmt.Sprintf("the plugin catalog %s was made from %s (%d plugins, each pinned by its checksum; versions are learnt at their next start)",
+			trust.Path(dir), trust.LegacyName, cat.Migrated)
+		if cat.MigrationErr != nil {
+			note += "; it could not be written, so this agent uses it from memory and migrates again at its next start: " + cat.MigrationErr.Error()
+		} else {
+			note += "; the old file is kept as " + trust.LegacyName + ".migrated"
+		}
+		v.notes = append(v.notes, note)
+	}
+	if cerr == nil {
+		for name, e := range cat.Plugins {
+			v.bins[name] = fromEntry(dir, name, e, keys)
+		}
+	}
+	for _, de := range entries {
+		name, ok := PluginName(de.Name())
+		if !ok || strings.Contains(de.Name(), ".tmp.") {
 			continue
 		}
-		path := filepath.Join(dir, e.Name())
-		b := &binary{name: name, path: path}
-		found[name] = b
+		if _, listed := v.bins[name]; listed {
+			continue
+		}
+		path := filepath.Join(dir, de.Name())
+		b := &binary{Binary: Binary{Name: name, Path: path}}
 		switch {
 		case !sdk.ValidName(name):
 			b.refused = &RefusedError{Path: path, Reason: "plugin name must be 1-64 letters, digits or underscores"}
-		case merr != nil && errors.Is(merr, fs.ErrNotExist):
-			b.refused = &RefusedError{Path: path, Reason: "no " + manifest.FileName + " in the plugin dir"}
-		case merr != nil:
-			b.refused = &RefusedError{Path: path, Reason: "unusable manifest: " + merr.Error()}
+		case errors.Is(cerr, trust.ErrNoCatalog):
+			b.refused = &RefusedError{Path: path, Reason: cerr.Error()}
+		case cerr != nil:
+			b.refused = &RefusedError{Path: path, Reason: "unusable catalog: " + cerr.Error()}
 		default:
-			b.refused = checkFile(path)
-			if b.refused == nil {
-				sum, listed := sums[e.Name()]
-				if !listed {
-					b.refused = &RefusedError{Path: path, Reason: "not listed in " + manifest.FileName + " (add it with `yuzu-agent plugins add`)"}
-				} else {
-					b.checksum = sum
-				}
-			}
+			b.refused = &RefusedError{Path: path, Reason: "not in " + trust.FileName + " (add it with `yuzu-agent plugins add`)"}
+		}
+		v.bins[name] = b
+	}
+	return v, nil
+}
+
+// fromEntry is one catalog entry as the supervisor runs it.
+func fromEntry(dir, name string, e *trust.Entry, keys *trust.Keys) *binary {
+	b := &binary{Binary: binaryOf(dir, name, e)}
+	refuse := func(reason string) { b.refused = &RefusedError{Path: b.Path, Reason: reason} }
+	switch {
+	case !trust.RunsHere(e.OS, e.Arch, runtime.GOOS, runtime.GOARCH):
+		refuse(fmt.Sprintf("built for %s/%s, this is %s/%s", e.OS, e.Arch, runtime.GOOS, runtime.GOARCH))
+	case keys.Configured() && e.Publisher == "":
+		refuse("unsigned, and this agent trusts only signed plugins (publisher keys are configured in " + keys.Dir + "); add a signed build with `yuzu-agent plugins add`")
+	case keys.Configured():
+		if why := keys.Revoked(e); why != "" {
+			refuse("no longer trusted: " + why)
 		}
 	}
-	return found, nil
+	if b.refused == nil {
+		b.refused = checkFile(b.Path)
+	}
+	return b
+}
+
+// binaryOf describes the build a catalog entry names.
+func binaryOf(dir, name string, e *trust.Entry) Binary {
+	return Binary{
+		Name: name, Path: filepath.Join(dir, filepath.FromSlash(e.File)), Checksum: e.Checksum(),
+		Version: e.Version, Build: e.Label(), Trust: trustOf(e),
+	}
+}
+
+// trustOf says who vouches for a build: "unsigned" or "signed by PUBLISHER (key ...)".
+func trustOf(e *trust.Entry) string {
+	if e.Publisher == "" {
+		return "unsigned"
+	}
+	return "signed by " + e.Publisher + " (key " + strings.Join(e.SignedBy, ", ") + ")"
 }
 
 // checkFile refuses anything but a regular file (not a symbolic link) owned by root or

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/yuzugo/yuzu/agent/internal/manifest"
+	"github.com/yuzugo/yuzu/agent/trust"
 )
 
 func TestDiscover(t *testing.T) {
@@ -33,33 +34,37 @@ func TestDiscover(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "yuzu-plugin-dir"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	m := manifest.Manifest{}
-	for _, n := range []string{"yuzu-plugin-good", "yuzu-plugin-writable", "yuzu-plugin-dir"} {
-		sum := make([]byte, 32)
-		if data, err := os.ReadFile(filepath.Join(dir, n)); err == nil {
-			s := sha256.Sum256(data)
-			sum = s[:]
+	cat := &trust.Catalog{Plugins: map[string]*trust.Entry{}}
+	for _, n := range []string{"good", "writable"} {
+		data, err := os.ReadFile(filepath.Join(dir, "yuzu-plugin-"+n))
+		if err != nil {
+			t.Fatal(err)
 		}
-		m[n] = sum
+		sum := sha256.Sum256(data)
+		cat.Plugins[n] = &trust.Entry{File: "yuzu-plugin-" + n, SHA256: hex.EncodeToString(sum[:]), Version: "1.0.0"}
 	}
-	if err := m.Write(dir); err != nil {
+	cat.Plugins["dir"] = &trust.Entry{File: "yuzu-plugin-dir", SHA256: strings.Repeat("00", 32)}
+	cat.Plugins["elsewhere"] = &trust.Entry{File: "yuzu-plugin-elsewhere", SHA256: strings.Repeat("00", 32), OS: "plan9", Arch: "mips"}
+	if err := cat.Save(dir); err != nil {
 		t.Fatal(err)
 	}
-	bins, err := discover(dir)
+	view, err := discover(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(bins) != 5 {
-		t.Fatalf("found %v, want good, writable, unlisted, bad-name and dir", sortedNames(bins))
+	bins := view.bins
+	if len(bins) != 6 {
+		t.Fatalf("found %v, want good, writable, unlisted, bad-name, dir and elsewhere", sortedNames(bins))
 	}
-	if bins["good"].refused != nil || bins["good"].checksum == nil {
-		t.Errorf("good: refused %v", bins["good"].refused)
+	if g := bins["good"]; g.refused != nil || g.Checksum == nil || g.Version != "1.0.0" || g.Trust != "unsigned" || !strings.HasPrefix(g.Build, "1.0.0 (sha256 ") {
+		t.Errorf("good: %+v", g)
 	}
 	wants := map[string]string{
-		"writable": "group- or world-writable (mode 0775)",
-		"unlisted": "not listed in plugins.sha256",
-		"bad-name": "plugin name must be",
-		"dir":      "not a regular file",
+		"writable":  "group- or world-writable (mode 0775)",
+		"unlisted":  "not in catalog.json (add it with `yuzu-agent plugins add`)",
+		"elsewhere": "built for plan9/mips",
+		"bad-name":  "plugin name must be",
+		"dir":       "not a regular file",
 	}
 	if runtime.GOOS == "windows" {
 		// Mode bits mean nothing there: who may write a binary is its ACL's business
@@ -77,19 +82,50 @@ func TestDiscover(t *testing.T) {
 	}
 }
 
-func TestDiscoverWithoutManifest(t *testing.T) {
+func TestDiscoverWithoutCatalog(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "yuzu-plugin-x"), nil, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	bins, err := discover(dir)
+	view, err := discover(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := bins["x"].refused; r == nil || !strings.Contains(r.Error(), "no plugins.sha256") {
+	if r := view.bins["x"].refused; r == nil || !strings.Contains(r.Error(), "no catalog.json in the plugin dir") {
 		t.Errorf("refused = %v", r)
 	}
-	if _, err := discover(filepath.Join(dir, "missing")); err == nil {
+	if _, err := discover(filepath.Join(dir, "missing"), nil); err == nil {
 		t.Error("a missing plugin dir must be an error")
+	}
+	// A damaged catalog refuses every plugin, naming the problem.
+	if err := os.WriteFile(trust.Path(dir), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	view, _ = discover(dir, nil)
+	if r := view.bins["x"].refused; r == nil || !strings.Contains(r.Error(), "unusable catalog: catalog.json") {
+		t.Errorf("damaged catalog: refused = %v", r)
+	}
+}
+
+// An old plugin dir with plugins.sha256 is migrated once, and says so.
+func TestDiscoverMigrates(t *testing.T) {
+	dir := t.TempDir()
+	data := []byte("plugin bytes")
+	if err := os.WriteFile(filepath.Join(dir, "yuzu-plugin-x"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	if err := os.WriteFile(filepath.Join(dir, trust.LegacyName), []byte(hex.EncodeToString(sum[:])+"  yuzu-plugin-x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	view, err := discover(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := view.bins["x"]; b.refused != nil || len(view.notes) != 1 || !strings.Contains(view.notes[0], "was made from plugins.sha256 (1 plugins") {
+		t.Errorf("migration: %+v, notes %q", b, view.notes)
+	}
+	if view, _ = discover(dir, nil); len(view.notes) != 0 {
+		t.Errorf("migrated twice: %q", view.notes)
 	}
 }

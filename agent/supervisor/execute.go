@@ -28,11 +28,11 @@ func (k *keeper) acquireBy(ctx context.Context, deadline time.Time, timeout time
 	c, err := k.acquire(wctx)
 	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
 		st := k.status()
-		what := fmt.Sprintf("plugin %s to start (%s", k.bin.Name, st.State)
+		what := fmt.Sprintf("plugin %s to start (%s", k.name, st.State)
 		if st.LastError != "" {
 			what += ": " + st.LastError
 		}
-		return nil, &WaitTimeoutError{Plugin: k.bin.Name, Deadline: timeout, For: what + ")"}
+		return nil, &WaitTimeoutError{Plugin: k.name, Deadline: timeout, For: what + ")"}
 	}
 	return c, err
 }
@@ -55,6 +55,7 @@ func (k *keeper) execute(ctx context.Context, req Request, onRows func([]string)
 		return sdk.Result{}, err
 	}
 	defer k.release(c) // the idle period starts when the last command is done
+	onRows = k.checkedRows(c.Manifest(), req.Action, onRows)
 	grace := k.sup.opts.Grace
 	var timedOut atomic.Bool
 	if !deadline.IsZero() {
@@ -86,7 +87,7 @@ func (k *keeper) execute(ctx context.Context, req Request, onRows func([]string)
 		return res, nil
 	}
 	if timedOut.Load() {
-		return sdk.Result{}, &TimeoutError{Plugin: k.bin.Name, Deadline: timeout}
+		return sdk.Result{}, &TimeoutError{Plugin: k.name, Deadline: timeout}
 	}
 	if ctx.Err() != nil {
 		return sdk.Result{}, ctx.Err()
@@ -96,17 +97,17 @@ func (k *keeper) execute(ctx context.Context, req Request, onRows func([]string)
 	case <-c.Exited():
 		detail := c.why()
 		if detail == "" {
-			detail = k.bin.Name + " exited during the command (" + c.ExitStatus() + ")"
+			detail = k.name + " exited during the command (" + c.ExitStatus() + ")"
 		}
 		if limit := c.memoryKilled(); limit > 0 {
-			return sdk.Result{}, &CrashedError{Plugin: k.bin.Name, Detail: detail, MemoryLimit: limit}
+			return sdk.Result{}, &CrashedError{Plugin: k.name, Detail: detail, MemoryLimit: limit}
 		}
-		return sdk.Result{}, &CrashedError{Plugin: k.bin.Name, Detail: detail}
+		return sdk.Result{}, &CrashedError{Plugin: k.name, Detail: detail}
 	case <-time.After(exitWait):
 	}
 	// Still alive but the stream failed: the protocol is broken; do not trust the child.
 	k.kill(c, "stream failed: "+err.Error())
-	return sdk.Result{}, &CrashedError{Plugin: k.bin.Name, Detail: "lost the command stream: " + err.Error()}
+	return sdk.Result{}, &CrashedError{Plugin: k.name, Detail: "lost the command stream: " + err.Error()}
 }
 
 // commandLabel names a command in a log line: its action, and its id when it has one.

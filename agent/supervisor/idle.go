@@ -56,6 +56,8 @@ func (k *keeper) onIdleEvent(ev any) bool {
 		if e.c == k.child && k.idle.inUse > 0 {
 			k.idle.inUse--
 			k.armIdle()
+		} else {
+			k.releaseRetiring(e.c)
 		}
 	case evIdle:
 		if e.gen == k.idle.gen {

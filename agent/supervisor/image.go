@@ -11,13 +11,13 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/yuzugo/yuzu/agent/internal/manifest"
+	"github.com/yuzugo/yuzu/agent/trust"
 	"github.com/yuzugo/yuzu/sdk/safefile"
 )
 
 // MaxBinaryBytes bounds a plugin binary the agent will hash and run. Go plugins are
 // tens of megabytes; a gigabyte is not a plugin, and hashing it would stall the start.
-const MaxBinaryBytes = 1 << 30
+const MaxBinaryBytes = trust.MaxBinaryBytes
 
 // image is a plugin binary that has been verified and can be run without the check and
 // the run ever seeing different bytes: the bytes are read once through one descriptor,
@@ -37,7 +37,7 @@ type image struct {
 
 // openImage opens b without following a link, checks on the open descriptor that it
 // is a regular file owned by root or the agent's user and writable by nobody else,
-// hashes it and compares with the manifest's checksum. Every refusal is a
+// hashes it and compares with the catalog's checksum. Every refusal is a
 // *RefusedError naming the file.
 func openImage(b Binary) (*image, error) {
 	refuse := func(reason string) error { return &RefusedError{Path: b.Path, Reason: reason} }
@@ -60,8 +60,8 @@ func openImage(b Binary) (*image, error) {
 	}
 	if !bytes.Equal(sum, b.Checksum) {
 		img.release()
-		return nil, refuse(fmt.Sprintf("SHA-256 %s does not match %s; if you trust this binary, run `yuzu-agent plugins add %s`",
-			hex.EncodeToString(sum), manifest.FileName, b.Path))
+		return nil, refuse(fmt.Sprintf("SHA-256 %s does not match %s (%s); if you trust this binary, run `yuzu-agent plugins add %s`",
+			hex.EncodeToString(sum), trust.FileName, hex.EncodeToString(b.Checksum), b.Path))
 	}
 	return img, nil
 }

@@ -25,26 +25,29 @@ const (
 	StateRunning  State = "running"  // child up and answering
 	StateBackoff  State = "backoff"  // child died or failed to start; restart scheduled
 	StateFailed   State = "failed"   // restart budget spent; commands refused until the failed period ends
-	StateRefused  State = "refused"  // the binary may not run (checksum, ownership, permissions, manifest)
+	StateRefused  State = "refused"  // the build may not run (checksum, ownership, permissions, catalog, signature)
 )
 
 // transitions is every state change the supervisor makes; anything else is a bug,
-// which transition refuses and logs. Refused is final: a binary that may not run stays
-// refused until the agent looks at the plugin dir again.
+// which transition refuses and logs. A refused plugin stays refused until the catalog
+// offers another build (Reload), which starts again; a running one becomes refused
+// when the catalog stops trusting its build (a revoked key).
 var transitions = map[State][]State{
-	StateStopped:  {StateStarting},
+	StateStopped:  {StateStarting, StateRefused},
 	StateStarting: {StateRunning, StateBackoff, StateFailed, StateRefused, StateStopped},
-	StateRunning:  {StateBackoff, StateFailed, StateStopped, StateIdle},
-	StateIdle:     {StateStarting, StateStopped},
-	StateBackoff:  {StateStarting, StateStopped},
-	StateFailed:   {StateStarting, StateStopped},
-	StateRefused:  nil,
+	StateRunning:  {StateBackoff, StateFailed, StateStopped, StateIdle, StateRefused, StateStarting},
+	StateIdle:     {StateStarting, StateStopped, StateRefused},
+	StateBackoff:  {StateStarting, StateStopped, StateRefused},
+	StateFailed:   {StateStarting, StateStopped, StateRefused},
+	StateRefused:  {StateStarting, StateStopped},
 }
 
 // Allowed reports whether the supervisor may move a plugin from one state to another.
 func Allowed(from, to State) bool { return slices.Contains(transitions[from], to) }
 
-// StateChange is one transition of one plugin, as pushed to subscribers.
+// StateChange is one transition of one plugin, as pushed to subscribers. An upgrade
+// or a rollback that keeps the plugin running is a change from running to running,
+// with the reason saying what happened.
 type StateChange struct {
 	Plugin string
 	From   State
@@ -58,15 +61,17 @@ var errShuttingDown = errors.New("agent is shutting down")
 
 // keeper keeps one plugin alive. A single goroutine (run) owns the plugin's state and
 // reacts to events: a command needing a child, a start finishing, a child exiting, a
-// restart timer, a stop. Everything else talks to it through events, so no state is
-// shared between goroutines except the snapshot Status reads.
+// restart timer, a stop, a new build from the catalog. Everything else talks to it
+// through events, so no state is shared between goroutines except the snapshot Status
+// reads.
 type keeper struct {
 	sup    *Supervisor
-	bin    Binary
+	name   string
 	events chan any
 	quit   chan struct{} // closed when run returns
 
 	// Owned by run.
+	bin         Binary // the build commands go to: the catalog's current one
 	state       State
 	refused     error
 	child       *child
@@ -81,12 +86,14 @@ type keeper struct {
 	snapChild   *child          // the child whose manifest snap.Version and snap.Actions hold
 	lastBox     *limits.Box     // the current or last child's box; as snap
 	idle        idleState       // lazy start and idle stop (idle.go)
+	up          upgradeState    // builds replaced under a running agent (upgrade.go)
 
 	mu   sync.Mutex
 	snap Status // written by run only, under mu; run may read it without mu
 	// snapManifest is snapChild's whole manifest, under mu like snap: what Describe
 	// answers while no child runs.
 	snapManifest host.Manifest
+	rows         rowStats // rows that depart from their declaration (rows.go)
 }
 
 type acquired struct {
@@ -102,6 +109,10 @@ type (
 		err error
 		// slow says the start failed because it ran out of StartTimeout.
 		slow bool
+		// bin is the build that was started, and candidate says it was started
+		// beside a running child to replace it (upgrade.go).
+		bin       Binary
+		candidate bool
 	}
 	evExited      struct{ c *child }
 	evBackoffDone struct{}
@@ -109,8 +120,9 @@ type (
 )
 
 func newKeeper(s *Supervisor, b Binary, refused error) *keeper {
-	k := &keeper{sup: s, bin: b, events: make(chan any, 16), quit: make(chan struct{}), state: StateStopped}
+	k := &keeper{sup: s, name: b.Name, bin: b, events: make(chan any, 16), quit: make(chan struct{}), state: StateStopped}
 	k.idle.after = s.opts.idleStopFor(b.Name)
+	k.up.retiring = map[*child]int{}
 	if refused != nil {
 		k.state, k.refused, k.lastErr = StateRefused, refused, refused.Error()
 	}
@@ -119,7 +131,7 @@ func newKeeper(s *Supervisor, b Binary, refused error) *keeper {
 	return k
 }
 
-func (k *keeper) logger() hclog.Logger { return k.sup.log.With("plugin", k.bin.Name) }
+func (k *keeper) logger() hclog.Logger { return k.sup.log.With("plugin", k.name) }
 
 // send delivers an event unless the keeper has stopped.
 func (k *keeper) send(ev any) bool {
@@ -138,7 +150,11 @@ func (k *keeper) run() {
 		case evAcquire:
 			k.onAcquire(e.reply)
 		case evLaunched:
-			k.onLaunched(e.c, e.err, e.slow)
+			if e.candidate {
+				k.onCandidate(e)
+			} else {
+				k.onLaunched(e)
+			}
 		case evExited:
 			k.onExited(e.c)
 		case evBackoffDone:
@@ -148,7 +164,9 @@ func (k *keeper) run() {
 		case evStop:
 			k.onStop(e.done)
 		default:
-			k.onIdleEvent(ev)
+			if !k.onIdleEvent(ev) {
+				k.onUpgradeEvent(ev)
+			}
 		}
 		k.snapshot()
 		if k.finished() {
@@ -159,7 +177,7 @@ func (k *keeper) run() {
 
 // finished reports whether a stop has completed: nothing runs or starts any more.
 func (k *keeper) finished() bool {
-	if len(k.stopping) == 0 || k.child != nil || k.launching {
+	if len(k.stopping) == 0 || k.child != nil || k.launching || k.up.candLaunching || len(k.up.retiring) > 0 {
 		return false
 	}
 	for _, d := range k.stopping {
@@ -186,10 +204,14 @@ func (k *keeper) transition(to State, reason string) {
 	}
 	k.logger().Log(level, "plugin state", "from", string(from), "to", string(to), "reason", reason)
 	k.state = to
-	k.sup.publish(StateChange{Plugin: k.bin.Name, From: from, To: to, Reason: reason, At: time.Now()})
+	k.sup.publish(StateChange{Plugin: k.name, From: from, To: to, Reason: reason, At: time.Now()})
 }
 
 func (k *keeper) onAcquire(reply chan<- acquired) {
+	if k.up.removed {
+		reply <- acquired{err: &unknownPluginError{name: k.name}}
+		return
+	}
 	if len(k.stopping) > 0 {
 		reply <- acquired{err: errShuttingDown}
 		return
@@ -222,7 +244,7 @@ func (k *keeper) onAcquire(reply chan<- acquired) {
 		k.acquireIdle(reply)
 	case StateFailed:
 		if time.Now().Before(k.failedUntil) {
-			reply <- acquired{err: &FailedError{Plugin: k.bin.Name, Reason: k.lastErr, Until: k.failedUntil}}
+			reply <- acquired{err: &FailedError{Plugin: k.name, Reason: k.lastErr, Until: k.failedUntil}}
 			return
 		}
 		k.restarts = nil
@@ -236,7 +258,14 @@ func (k *keeper) onAcquire(reply chan<- acquired) {
 	}
 }
 
-// launch starts a child in the background; onLaunched gets the outcome.
+// config is what every child of the plugin is configured with.
+func (k *keeper) config() sdk.Config {
+	o := k.sup.opts
+	return sdk.Config{AgentID: o.AgentID, AgentVersion: o.AgentVersion, DataDir: o.DataDir, LogLevel: o.LogLevel}
+}
+
+// launch starts a child of the current build in the background; onLaunched gets the
+// outcome.
 func (k *keeper) launch(reason string) {
 	if k.launching {
 		return
@@ -244,41 +273,62 @@ func (k *keeper) launch(reason string) {
 	k.launching = true
 	k.idle.launched = time.Now()
 	k.transition(StateStarting, reason)
+	k.startChild(k.bin, false)
+}
+
+// startChild starts a child of bin in the background and reports it to run as
+// evLaunched.
+func (k *keeper) startChild(bin Binary, candidate bool) {
 	o := k.sup.opts
-	cfg := sdk.Config{AgentID: o.AgentID, AgentVersion: o.AgentVersion, DataDir: o.DataDir, LogLevel: o.LogLevel}
+	cfg := k.config()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), o.StartTimeout)
 		defer cancel()
-		c, err := k.sup.launcher.Launch(ctx, k.bin, cfg)
+		c, err := k.sup.launcher.Launch(ctx, bin, cfg)
 		slow := err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
-		if !k.send(evLaunched{c: c, err: err, slow: slow}) && c != nil {
+		if !k.send(evLaunched{c: c, err: err, slow: slow, bin: bin, candidate: candidate}) && c != nil {
 			c.Kill()
 		}
 	}()
 }
 
-func (k *keeper) onLaunched(c Child, err error, slow bool) {
+func (k *keeper) onLaunched(e evLaunched) {
 	k.launching = false
-	if len(k.stopping) > 0 {
-		if c != nil {
-			k.child = &child{Child: c}
-			k.child.setReason("agent stopped the plugin")
-			k.watch(k.child)
-			go k.child.Stop(k.sup.opts.StopGrace)
-		} else {
-			k.transition(StateStopped, errShuttingDown.Error())
-		}
+	if len(k.stopping) > 0 || k.up.removed {
+		k.discard(e.c, e.bin, "agent stopped the plugin")
+		k.transition(StateStopped, errShuttingDown.Error())
 		k.answer(acquired{err: errShuttingDown})
 		return
 	}
+	if k.state == StateRefused {
+		k.discard(e.c, e.bin, "its build is no longer trusted")
+		return
+	}
+	if !e.bin.same(k.bin) {
+		// The catalog moved on while this start ran: what it started is not the
+		// build commands go to. Start that one instead.
+		k.discard(e.c, e.bin, "replaced by another build while it started")
+		k.launch("start the catalog's current build " + k.bin.Build)
+		return
+	}
+	err := e.err
+	if err == nil {
+		err = k.checkIdentity(e.c)
+		if err != nil {
+			e.c.Kill()
+		}
+	}
 	if err != nil {
+		if k.probationFailure(err, e.slow) {
+			return // rolled back: a start of the previous build is under way
+		}
 		var refused *RefusedError
 		if errors.As(err, &refused) {
 			k.refused, k.lastErr = err, err.Error()
 			k.transition(StateRefused, err.Error())
 		} else {
 			k.failure(err.Error())
-			if slow && k.state == StateBackoff {
+			if e.slow && k.state == StateBackoff {
 				// A start that ran out of time on a busy machine may well make it
 				// on the restart just scheduled: the commands waiting for it keep
 				// waiting, each no longer than its own deadline (acquireBy).
@@ -288,13 +338,46 @@ func (k *keeper) onLaunched(c Child, err error, slow bool) {
 		k.answer(acquired{err: err})
 		return
 	}
-	k.child = &child{Child: c}
+	k.child = &child{Child: e.c, bin: e.bin}
 	k.idle.inUse, k.idle.took = 0, max(time.Since(k.idle.launched), time.Nanosecond)
-	k.transition(StateRunning, fmt.Sprintf("pid %d", c.Pid()))
+	k.transition(StateRunning, fmt.Sprintf("pid %d", e.c.Pid()))
 	k.watch(k.child)
 	go k.ping(k.child)
 	k.answer(acquired{c: k.child})
 	k.armIdle() // when no command was waiting for this start
+}
+
+// discard stops a child nobody will use (nil: nothing to stop), keeping it watched
+// so that a stop waits for it.
+func (k *keeper) discard(c Child, bin Binary, reason string) {
+	if c == nil {
+		return
+	}
+	ch := &child{Child: c, bin: bin}
+	ch.setReason(reason)
+	k.up.retiring[ch] = 0
+	k.watch(ch)
+	go ch.Stop(k.sup.opts.StopGrace)
+}
+
+// checkIdentity holds a started child to its build's description: the name and, when
+// the catalog knows it, the version; then to the supervisor's own acceptance of a
+// manifest (Options.Accept: the definitions it serves). A child that says otherwise
+// is refused: the catalog vouched for another build than the one that answered.
+func (k *keeper) checkIdentity(c Child) error {
+	m := c.Manifest()
+	if m.Name != k.name {
+		return &RefusedError{Path: k.bin.Path, Reason: fmt.Sprintf("it says its name is %q", m.Name)}
+	}
+	if k.bin.Version != "" && m.Version != k.bin.Version {
+		return &RefusedError{Path: k.bin.Path, Reason: fmt.Sprintf("it says it is version %q, the catalog says %q", m.Version, k.bin.Version)}
+	}
+	if accept := k.sup.opts.Accept; accept != nil {
+		if err := accept(m); err != nil {
+			return &RefusedError{Path: k.bin.Path, Reason: err.Error()}
+		}
+	}
+	return nil
 }
 
 // answer replies to every command waiting for a child.
@@ -317,6 +400,10 @@ func (k *keeper) watch(c *child) {
 }
 
 func (k *keeper) onExited(c *child) {
+	if _, old := k.up.retiring[c]; old {
+		delete(k.up.retiring, c) // replaced or drained: its end is no failure
+		return
+	}
 	if k.child != c {
 		return
 	}
@@ -327,12 +414,18 @@ func (k *keeper) onExited(c *child) {
 	} else if reason == "" {
 		reason = "exited unexpectedly (" + c.ExitStatus() + ")"
 	}
-	if len(k.stopping) > 0 {
+	if len(k.stopping) > 0 || k.up.removed {
 		k.transition(StateStopped, reason)
 		return
 	}
 	if k.idleExited(c) {
 		return // the agent's own stop: no failure
+	}
+	if k.state == StateRefused {
+		return // the catalog stopped trusting its build (upgrade.go)
+	}
+	if k.probationCrash(c, reason) {
+		return
 	}
 	k.failure(reason)
 }
@@ -356,7 +449,7 @@ func (k *keeper) failure(reason string) {
 		k.failedUntil = now.Add(o.FailedFor)
 		k.lastErr = fmt.Sprintf("restarted %d times within %s, last error: %s", len(k.restarts)-1, Seconds(o.RestartWindow), reason)
 		k.transition(StateFailed, k.lastErr)
-		k.answer(acquired{err: &FailedError{Plugin: k.bin.Name, Reason: k.lastErr, Until: k.failedUntil}})
+		k.answer(acquired{err: &FailedError{Plugin: k.name, Reason: k.lastErr, Until: k.failedUntil}})
 		return
 	}
 	k.transition(StateBackoff, reason)
@@ -371,6 +464,7 @@ func (k *keeper) onStop(done chan struct{}) {
 	}
 	k.cancelIdle()
 	k.answer(acquired{err: errShuttingDown})
+	k.stopRetiring()
 	switch {
 	case k.child != nil && k.child == k.idle.child:
 		// Already being stopped for idleness; its exit ends the stop.
@@ -419,54 +513,4 @@ func (k *keeper) stop() {
 	case <-done:
 	case <-k.quit:
 	}
-}
-
-// snapshot publishes the state for Status; run calls it after every event.
-func (k *keeper) snapshot() {
-	st := Status{
-		Name:      k.bin.Name,
-		Path:      k.bin.Path,
-		State:     k.state,
-		Restarts:  k.total,
-		LastError: k.lastErr,
-	}
-	// The last known version and actions, rebuilt only when a new child brings its
-	// manifest: run calls this for every command, and the list does not change.
-	// status() clones Actions, so snapshots may share it.
-	st.Version, st.Actions, st.Protocol = k.snap.Version, k.snap.Actions, k.snap.Protocol
-	box := k.lastBox // the last child's counters stay shown until a new child
-	if k.child != nil {
-		st.Pid = k.child.Pid()
-		if b := k.child.box(); b != nil {
-			box = b
-		}
-		if k.child != k.snapChild {
-			m := k.child.Manifest()
-			st.Version, st.Actions, st.Protocol = m.Version, make([]string, 0, len(m.Actions)), m.Protocol
-			for _, a := range m.Actions {
-				st.Actions = append(st.Actions, a.Name)
-			}
-			k.snapChild = k.child
-			k.mu.Lock()
-			k.snapManifest = m
-			k.mu.Unlock()
-		}
-	}
-	st.IdleStop, st.IdleStops, st.StartTook = k.idle.after, k.idle.stops, k.idle.took
-	k.mu.Lock()
-	k.snap = st
-	k.lastBox = box
-	k.mu.Unlock()
-}
-
-func (k *keeper) status() Status {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	st := k.snap
-	st.Actions = slices.Clone(st.Actions)
-	// The box's counters are read now: they change without events.
-	if b := k.lastBox; b != nil {
-		st.Boxed, st.Limits, st.Usage = true, b.Limits(), b.Usage()
-	}
-	return st
 }

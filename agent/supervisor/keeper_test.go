@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/yuzugo/yuzu/agent/internal/manifest"
+	"github.com/yuzugo/yuzu/agent/trust"
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/host"
 )
@@ -23,6 +23,7 @@ import (
 // fakeChild is a child that does what its action names.
 type fakeChild struct {
 	pid     int
+	version string
 	exited  chan struct{}
 	once    sync.Once
 	status  atomic.Pointer[string]
@@ -35,6 +36,14 @@ type fakeChild struct {
 
 func newFakeChild(pid int) *fakeChild { return &fakeChild{pid: pid, exited: make(chan struct{})} }
 
+// versionOf is the version a fake child of b says it has: the catalog's, else 1.0.0.
+func versionOf(b Binary) string {
+	if b.Version != "" {
+		return b.Version
+	}
+	return "1.0.0"
+}
+
 func (c *fakeChild) end(status string) {
 	c.once.Do(func() {
 		c.status.Store(&status)
@@ -43,7 +52,11 @@ func (c *fakeChild) end(status string) {
 }
 
 func (c *fakeChild) Manifest() host.Manifest {
-	return host.Manifest{Name: "fake", Version: "1.0.0", Actions: []sdk.Action{{Name: "ok"}, {Name: "hang"}}}
+	v := c.version
+	if v == "" {
+		v = "1.0.0"
+	}
+	return host.Manifest{Name: "fake", Version: v, Actions: []sdk.Action{{Name: "ok"}, {Name: "hang"}}}
 }
 
 var errStreamBroken = errors.New("stream broken")
@@ -117,23 +130,40 @@ type fakeLauncher struct {
 	fail     func(n int) error
 	delay    time.Duration
 	killLag  time.Duration // each child's killLag
+	// failBuild, when set, decides whether a start of b fails and how; hold, when set,
+	// delays a start of b until it is closed.
+	failBuild func(b Binary) error
+	hold      func(b Binary) <-chan struct{}
 }
 
 func (l *fakeLauncher) Launch(ctx context.Context, b Binary, _ sdk.Config) (Child, error) {
 	l.mu.Lock()
 	l.starts = append(l.starts, time.Now())
 	n := len(l.starts)
-	fail, delay := l.fail, l.delay
+	fail, delay, failBuild, hold := l.fail, l.delay, l.failBuild, l.hold
 	l.mu.Unlock()
 	if delay > 0 {
 		time.Sleep(delay)
+	}
+	if hold != nil {
+		select {
+		case <-hold(b):
+		case <-ctx.Done():
+			return nil, fmt.Errorf("describe: %w", ctx.Err())
+		}
 	}
 	if fail != nil {
 		if err := fail(n); err != nil {
 			return nil, err
 		}
 	}
+	if failBuild != nil {
+		if err := failBuild(b); err != nil {
+			return nil, err
+		}
+	}
 	c := newFakeChild(1000 + n)
+	c.version = versionOf(b)
 	c.killLag = l.killLag
 	l.mu.Lock()
 	l.children = append(l.children, c)
@@ -168,7 +198,8 @@ func newTestSupervisor(t *testing.T, l *fakeLauncher, opts Options) *Supervisor 
 	if err := os.WriteFile(filepath.Join(dir, name), []byte("fake"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := (manifest.Manifest{name: make([]byte, 32)}).Write(dir); err != nil {
+	cat := &trust.Catalog{Plugins: map[string]*trust.Entry{"fake": {File: name, SHA256: strings.Repeat("00", 32)}}}
+	if err := cat.Save(dir); err != nil {
 		t.Fatal(err)
 	}
 	opts.PluginDir = dir

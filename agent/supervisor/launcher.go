@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"bytes"
 	"context"
 	"time"
 
@@ -18,14 +19,26 @@ type Launcher interface {
 	Launch(ctx context.Context, b Binary, cfg sdk.Config) (Child, error)
 }
 
-// Binary is one plugin binary of the plugin dir, as discovery found it.
+// Binary is one build of a plugin, as the catalog names it.
 type Binary struct {
-	// Name is the plugin name taken from the file name.
+	// Name is the plugin's name.
 	Name string
 	// Path is where the binary is.
 	Path string
-	// Checksum is its SHA-256 from plugins.sha256.
+	// Checksum is its SHA-256 from the catalog.
 	Checksum []byte
+	// Version is the version the catalog says the build has; the build's own word at
+	// its start must agree. Empty when the catalog does not say (migrated from
+	// plugins.sha256): then the build's word is taken.
+	Version string
+	// Build names the build for people ("2.0.0 (sha256 72e79a1b2c3d)") and Trust who
+	// vouches for it ("unsigned", "signed by acme (key ...)").
+	Build, Trust string
+}
+
+// same reports whether two descriptions name the same bytes at the same place.
+func (b Binary) same(o Binary) bool {
+	return b.Path == o.Path && bytes.Equal(b.Checksum, o.Checksum)
 }
 
 // Child is one running process of a plugin.

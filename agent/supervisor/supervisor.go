@@ -1,18 +1,20 @@
-// Package supervisor keeps one managed child process per plugin: it verifies each
-// binary before it runs and runs exactly the bytes it verified, starts it through
-// go-plugin with automatic mutual TLS, pings it, restarts it with exponential backoff
-// inside a restart budget, marks it failed when the budget is spent, and kills it when
-// a command outlives its deadline.
+// Package supervisor keeps one managed child process per plugin the catalog names: it
+// verifies each build before it runs and runs exactly the bytes it verified, starts it
+// through go-plugin with automatic mutual TLS, pings it, restarts it with exponential
+// backoff inside a restart budget, marks it failed when the budget is spent, kills it
+// when a command outlives its deadline, and follows the catalog while it runs.
 //
 // Two parts: a Launcher verifies and starts a child (pluginLauncher does it for real),
 // and one keeper per plugin owns that plugin's state machine (stopped, starting,
 // running, idle, backoff, failed, refused) in a single goroutine that reacts to events;
-// lazy start and idle stop are in idle.go.
+// lazy start and idle stop are in idle.go, upgrades and rollbacks in upgrade.go.
 // Every transition is logged with its reason, pushed to subscribers (Subscribe; the
-// shell shows crashes and restarts with it) and shows in Status. The keeper's state
-// machine is in keeper.go; running one command on a live child (deadline, grace,
-// cancellation, telling a crash from a broken stream) in execute.go; the health ping
-// in health.go. See docs/agent.md in the repository for the rules and their reasons.
+// shell shows crashes and restarts with it) and shows in Status (status.go). The
+// keeper's state machine is in keeper.go; running one command on a live child
+// (deadline, grace, cancellation, telling a crash from a broken stream) in execute.go;
+// the health ping in health.go; the check of written rows in rows.go; reading the
+// catalog in discover.go and following it in reload.go. See docs/agent.md in the
+// repository for the rules and their reasons.
 package supervisor
 
 import (
@@ -25,6 +27,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/yuzugo/yuzu/agent/internal/limits"
+	"github.com/yuzugo/yuzu/agent/trust"
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/host"
 )
@@ -68,6 +71,21 @@ type Options struct {
 	// for the plugins not named. A plugin with none, or 0, is never stopped for
 	// being idle.
 	IdleStop map[string]time.Duration
+
+	// Keys are the publishers' keys; nil or none configured means unsigned plugins
+	// run (docs/agent.md "Plugin catalog and signatures").
+	Keys *trust.Keys
+	// TrustDir keeps the version floors (in the data dir); a rollback writes there.
+	TrustDir string
+	// Probation is how long after an upgrade the new build is rolled back when it
+	// fails: 10 minutes.
+	Probation time.Duration
+	// Accept, when set, is asked about every new child's manifest after its start;
+	// an error refuses the build (the CLI checks the definitions it serves).
+	Accept func(m host.Manifest) error
+	// OnRollback, when set, records a rollback instead of the supervisor's own write
+	// to the catalog (tests).
+	OnRollback func(plugin string, from, to Binary, reason string) error
 }
 
 // idleStopFor is the idle stop of one plugin: its own, else "*", else never.
@@ -93,6 +111,7 @@ func (o *Options) defaults() {
 	def(&o.Grace, 5*time.Second)
 	def(&o.StartTimeout, 10*time.Second)
 	def(&o.StopGrace, 2*time.Second)
+	def(&o.Probation, 10*time.Minute)
 	if o.RestartBudget <= 0 {
 		o.RestartBudget = rp.Budget
 	}
@@ -116,39 +135,53 @@ type Supervisor struct {
 	log      hclog.Logger
 	launcher Launcher
 
-	mu      sync.Mutex
-	keepers map[string]*keeper
-	closed  bool
-	subs    map[*subscriber]struct{}
+	mu       sync.Mutex
+	keepers  map[string]*keeper
+	draining map[*keeper]bool // removed from the catalog, finishing their commands
+	closed   bool
+	subs     map[*subscriber]struct{}
+
+	reloadMu sync.Mutex // one Reload at a time
+	seen     catalogStamp
 }
 
-// New discovers the plugin binaries of opts.PluginDir. Nothing is started until a
-// command needs it (or Start is called). Binaries that may not run are kept, refused,
-// so that commands and Status can say why. An error means the plugin dir itself may
-// not be used (missing, unreadable, or writable by someone other than root and the
-// agent's user).
+// New reads the catalog of opts.PluginDir. Nothing is started until a command needs
+// it (or Start is called). Plugins that may not run are kept, refused, so that
+// commands and Status can say why. An error means the plugin dir itself may not be
+// used (missing, unreadable, or writable by someone other than root and the agent's
+// user).
 func New(opts Options) (*Supervisor, error) {
 	opts.defaults()
-	bins, err := discover(opts.PluginDir)
+	s := &Supervisor{opts: opts, log: opts.Logger, keepers: map[string]*keeper{}, draining: map[*keeper]bool{}, subs: map[*subscriber]struct{}{}}
+	s.seen = stampOf(opts.PluginDir)
+	view, err := discover(opts.PluginDir, opts.Keys)
 	if err != nil {
 		return nil, err
 	}
-	s := &Supervisor{opts: opts, log: opts.Logger, keepers: map[string]*keeper{}, subs: map[*subscriber]struct{}{}}
+	for _, n := range view.notes {
+		s.log.Info(n)
+	}
 	s.launcher = opts.Launcher
 	if s.launcher == nil {
 		s.launcher = newPluginLauncher(opts)
 	}
-	for _, name := range sortedNames(bins) {
-		b := bins[name]
-		if b.refused == nil && opts.Disabled[name] {
-			b.refused = &RefusedError{Path: b.path, Reason: "disabled in the configuration file (plugins." + name + ".enabled: false)"}
-		}
-		if b.refused != nil {
-			s.log.Warn("plugin refused", "plugin", name, "reason", b.refused.Error())
-		}
-		s.keepers[name] = newKeeper(s, Binary{Name: b.name, Path: b.path, Checksum: b.checksum}, b.refused)
+	for _, name := range sortedNames(view.bins) {
+		b := s.admit(name, view.bins[name])
+		s.keepers[name] = newKeeper(s, b.Binary, b.refused)
 	}
 	return s, nil
+}
+
+// admit applies what the configuration says of a plugin (disabled) and logs a
+// refusal.
+func (s *Supervisor) admit(name string, b *binary) *binary {
+	if b.refused == nil && s.opts.Disabled[name] {
+		b.refused = &RefusedError{Path: b.Path, Reason: "disabled in the configuration file (plugins." + name + ".enabled: false)"}
+	}
+	if b.refused != nil {
+		s.log.Warn("plugin refused", "plugin", name, "reason", b.refused.Error())
+	}
+	return b
 }
 
 // Request is one command for a plugin: the command the plugin runs (host.Command:
@@ -231,46 +264,33 @@ func (s *Supervisor) Start(ctx context.Context) {
 func (s *Supervisor) Plugins() []string {
 	var names []string
 	for _, k := range s.list() {
-		names = append(names, k.bin.Name)
+		names = append(names, k.name)
 	}
 	return names
 }
 
+// Has reports whether the plugin dir has a plugin of that name (refused or not).
+func (s *Supervisor) Has(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.keepers[name]
+	return ok
+}
+
+// list returns the keepers sorted by name.
 func (s *Supervisor) list() []*keeper {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.listLocked()
+}
+
+func (s *Supervisor) listLocked() []*keeper {
 	out := make([]*keeper, 0, len(s.keepers))
 	for _, k := range s.keepers {
 		out = append(out, k)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].bin.Name < out[j].bin.Name })
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
-}
-
-// Status describes one plugin for `yuzu-agent plugins`.
-type Status struct {
-	Name      string
-	Path      string
-	State     State
-	Version   string // empty until the plugin has run once
-	Protocol  int    // the negotiated plugin protocol version; 0 until it has run once
-	Restarts  int
-	LastError string
-	Actions   []string
-	Pid       int // 0 when not running
-	// IdleStop is how long the plugin's child may have no command before it is
-	// stopped (0: never); IdleStops counts those stops, which are no failures.
-	IdleStop  time.Duration
-	IdleStops int
-	// StartTook is how long the last successful start took, from the binary's
-	// check to Configure: the latency a command meets when its plugin is idle (never
-	// 0 once a start succeeded, even on a clock too coarse to see it, as under Wine).
-	StartTook time.Duration
-	// Boxed says the plugin's child runs in a box with resource limits: Limits
-	// are its limits and Usage what the current (or last) child uses and used.
-	Boxed  bool
-	Limits limits.Limits
-	Usage  limits.Usage
 }
 
 // Status returns every plugin's status, sorted by name.
@@ -286,9 +306,13 @@ func (s *Supervisor) Status() []Status {
 func (s *Supervisor) Close() {
 	s.mu.Lock()
 	s.closed = true
+	all := s.listLocked()
+	for k := range s.draining {
+		all = append(all, k)
+	}
 	s.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, k := range s.list() {
+	for _, k := range all {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
