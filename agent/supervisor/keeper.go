@@ -259,8 +259,10 @@ func (k *keeper) onAcquire(reply chan<- acquired) {
 }
 
 // config is what every child of the plugin is configured with.
-func (k *keeper) config() sdk.Config {
-	o := k.sup.opts
+func (k *keeper) config() sdk.Config { return sdkConfig(k.sup.opts) }
+
+// sdkConfig is what the options configure every child with.
+func sdkConfig(o Options) sdk.Config {
 	return sdk.Config{AgentID: o.AgentID, AgentVersion: o.AgentVersion, DataDir: o.DataDir, LogLevel: o.LogLevel}
 }
 
@@ -361,9 +363,8 @@ func (k *keeper) discard(c Child, bin Binary, reason string) {
 }
 
 // checkIdentity holds a started child to its build's description: the name and, when
-// the catalog knows it, the version; then to the supervisor's own acceptance of a
-// manifest (Options.Accept: the definitions it serves). A child that says otherwise
-// is refused: the catalog vouched for another build than the one that answered.
+// the catalog knows it, the version. A child that says otherwise is refused: the
+// catalog vouched for another build than the one that answered.
 func (k *keeper) checkIdentity(c Child) error {
 	m := c.Manifest()
 	if m.Name != k.name {
@@ -371,11 +372,6 @@ func (k *keeper) checkIdentity(c Child) error {
 	}
 	if k.bin.Version != "" && m.Version != k.bin.Version {
 		return &RefusedError{Path: k.bin.Path, Reason: fmt.Sprintf("it says it is version %q, the catalog says %q", m.Version, k.bin.Version)}
-	}
-	if accept := k.sup.opts.Accept; accept != nil {
-		if err := accept(m); err != nil {
-			return &RefusedError{Path: k.bin.Path, Reason: err.Error()}
-		}
 	}
 	return nil
 }

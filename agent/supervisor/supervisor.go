@@ -80,9 +80,6 @@ type Options struct {
 	// Probation is how long after an upgrade the new build is rolled back when it
 	// fails: 10 minutes.
 	Probation time.Duration
-	// Accept, when set, is asked about every new child's manifest after its start;
-	// an error refuses the build (the CLI checks the definitions it serves).
-	Accept func(m host.Manifest) error
 	// OnRollback, when set, records a rollback instead of the supervisor's own write
 	// to the catalog (tests).
 	OnRollback func(plugin string, from, to Binary, reason string) error

@@ -402,3 +402,21 @@ func (c *Catalog) Prune(dir, name string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// PruneStore removes, under the catalog lock, the builds of a plugin that the catalog
+// of dir no longer names: what an installation that did not go through leaves.
+func PruneStore(ctx context.Context, dir, name string) error {
+	l, err := Acquire(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer l.Release()
+	c, err := Load(dir)
+	if errors.Is(err, ErrNoCatalog) {
+		c, err = &Catalog{Plugins: map[string]*Entry{}}, nil
+	}
+	if err != nil {
+		return err
+	}
+	return c.Prune(dir, name)
+}

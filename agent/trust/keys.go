@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"aead.dev/minisign"
 	"golang.org/x/crypto/blake2b"
@@ -72,6 +73,9 @@ func (p *Publisher) key(id uint64) (minisign.PublicKey, bool) {
 
 // Keys is every publisher the operator configured, each at its current key set.
 type Keys struct {
+	// mu guards the key sets: a running agent advances them (a key-set update from
+	// the fleet) while it checks catalog entries against them.
+	mu sync.RWMutex
 	// Dir is the publishers directory the configured keys came from.
 	Dir string
 	// stateDir keeps the accepted key-set updates (in the data dir); "" keeps none.
@@ -235,6 +239,8 @@ func (e *VerifyError) Error() string { return strings.Join(e.Problems, "; ") }
 // verifying key of that publisher is reported. Both minisign algorithms are taken
 // (prehashed, minisign's default, and legacy).
 func (k *Keys) Verify(name string, binary []byte, sig []byte) (Signed, error) {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
 	sigs, err := ParseSignatures(sig)
 	if err != nil {
 		return Signed{}, err
@@ -300,6 +306,8 @@ func (k *Keys) findKey(name string, id uint64) (*Publisher, minisign.PublicKey, 
 // Revoked reports whether every key that signed an entry is revoked now, or the entry
 // names a publisher that is no longer configured: then it is no longer trusted.
 func (k *Keys) Revoked(e *Entry) string {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
 	if e.Publisher == "" {
 		return ""
 	}
@@ -446,6 +454,8 @@ type AdvanceResult struct {
 // unrevoked key of that publisher. The update is kept in the state dir (so that it
 // applies again after a restart) and becomes the publisher's key set at once.
 func (k *Keys) Advance(doc, sig []byte) (AdvanceResult, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	ks, err := ParseKeySet(doc)
 	if err != nil {
 		return AdvanceResult{}, err

@@ -1,5 +1,0 @@
-//go:build !unix
-
-package manifest
-
-func setUmask(int) int { return 0 }
