@@ -2,7 +2,8 @@
 # Builds what `make build` ships:
 #   bin/yuzu-agent                       from ./agent/cmd/yuzu-agent
 #   bin/plugins/yuzu-plugin-NAME         from ./plugin-NAME, for every plugin module
-#   bin/plugins/plugins.sha256           `sha256sum` lines (`<hex>  <file name>`)
+#   bin/plugins/catalog.json             the plugin catalog: each plugin's checksum and
+#                                        system (docs/agent.md "Plugin catalog and signatures")
 #   bin/yuzu-testserver                  from ./integration/cmd/yuzu-testserver: the test
 #                                        fleet server's console, for a developer's machine
 #                                        (docs/fleet.md); never installed on a host
@@ -70,26 +71,24 @@ while read -r name dir; do
 	fi
 done < <(shipped_plugins)
 
-# The manifest lists the plugins built above. Lines for other files (a third-party
-# plugin added to this directory with the agent's command) are kept while the file
-# still exists, so a rebuild never revokes them.
-manifest=$PLUGIN_DIR/plugins.sha256
-tmp=$(mktemp "$manifest.XXXXXX")
-if [[ -f $manifest ]]; then
-	while read -r hex file; do
-		[[ -n ${file:-} && -f $PLUGIN_DIR/$file ]] || continue
-		for b in "${built[@]}"; do
-			[[ $file == "$b" ]] && continue 2
-		done
-		printf '%s  %s\n' "$hex" "$file" >>"$tmp"
-	done <"$manifest"
-fi
+# The plugin catalog records the plugins built above by their checksum (yuzu-agent
+# plugins pin: no start, so a cross build is recorded too); their versions are learnt
+# when they first run. Entries of other plugins (one added with plugins add) are kept.
+# The agent that pins is this machine's own build, whatever GOOS this build is for.
 if ((${#built[@]} > 0)); then
-	(cd "$PLUGIN_DIR" && sha256sum -- "${built[@]}") >>"$tmp"
+	pin=("$BIN_DIR/yuzu-agent")
+	if [[ $(go env GOOS)/$(go env GOARCH) != $(go env GOHOSTOS)/$(go env GOHOSTARCH) || ! -x $BIN_DIR/yuzu-agent ]]; then
+		pin=(env -u GOOS -u GOARCH go run ./agent/cmd/yuzu-agent)
+	fi
+	files=()
+	for b in "${built[@]}"; do files+=("$PLUGIN_DIR/$b"); done
+	# No publisher keys for a build of one's own: its plugins are unsigned.
+	if (cd "$ROOT" && "${pin[@]}" --plugin-dir "$PLUGIN_DIR" --publishers-dir "$BIN_DIR/no-publishers" --log-level warn plugins pin "${files[@]}") >/dev/null; then
+		say "build: ${PLUGIN_DIR#"$ROOT"/}/catalog.json (${#built[@]} plugins pinned)"
+	else
+		warn "build: recording the plugins in ${PLUGIN_DIR#"$ROOT"/}/catalog.json failed"
+		failed=1
+	fi
 fi
-sort -k2 -o "$tmp" "$tmp"
-chmod 0644 "$tmp"
-mv -f "$tmp" "$manifest"
-say "build: ${manifest#"$ROOT"/} ($(wc -l <"$manifest") plugins)"
 
 exit "$failed"

@@ -43,12 +43,21 @@ commands:
   exec PLUGIN ACTION [key=value ...]   run one action; parameters go to the plugin as they are
   exec DEFINITION-ID [key=value ...]   run a definition (e.g. device.tags.set); parameters are
                                        validated against it first
-  plugins                              list plugins: name, version, state, restarts, last error,
-                                       memory and task peaks over their limits, CPU limit
-  plugins add FILE                     trust a plugin binary: copy it into the plugin dir if it
-                                       is elsewhere, record its SHA-256 in plugins.sha256, and
-                                       check that its definitions agree with its declarations
-  plugins remove NAME                  stop trusting a plugin: drop its line and its binary
+  plugins                              list plugins: name, version, trust, state, restarts, last
+                                       error, memory and task peaks over their limits, CPU limit
+  plugins add [--force] [--allow-downgrade] [--if-newer] [--signature SIG] FILE...
+                                       install plugin builds: checked (system, signature where
+                                       publisher keys are configured), stored, started once, then
+                                       current in the plugin catalog; says what changed (procs
+                                       1.0.0 -> 2.0.0); a running agent takes it at once and rolls
+                                       a build back that fails; --force: the same version as other
+                                       bytes or a build rolled back before; --allow-downgrade: an
+                                       older version; --if-newer: skip unless newer
+  plugins pin FILE...                  record builds already at the top of the plugin dir by
+                                       checksum, without starting them (build systems, packages)
+  plugins remove NAME                  stop trusting a plugin: its entry and builds go
+  plugins rollback NAME                make a plugin's previous build current again
+  plugins keys [update FILE]           the publishers' key sets; take a signed key-set update
   describe PLUGIN                      print a plugin's actions, parameters, rows, definitions
   describe PLUGIN --definitions        print the definitions it serves as YAML (a starting file)
   run                                  connect to the fleet server and run its commands until
@@ -64,8 +73,11 @@ commands:
   version                              print the version
 
 flags (before or after the command; environment variable in brackets):
-  --plugin-dir DIR    plugin binaries and plugins.sha256 [YUZU_PLUGIN_DIR]
+  --plugin-dir DIR    plugin binaries and their catalog, catalog.json [YUZU_PLUGIN_DIR]
                       (default: plugins/ beside the agent, else ../plugins)
+  --publishers-dir DIR  publishers' keys, NAME.pub each [YUZU_PUBLISHERS_DIR] (default:
+                      publishers/ beside the default configuration file; none there:
+                      plugins are trusted by their SHA-256 alone)
   --data-dir DIR      state directory, e.g. tags.json [YUZU_DATA_DIR]
   --timeout DURATION  command deadline, e.g. 30s or 30 (seconds) [YUZU_TIMEOUT] (default 600s,
                       or the definition's ttl for exec DEFINITION-ID)
@@ -143,6 +155,12 @@ type config struct {
 	help       bool
 	// definitions is describe's --definitions: print the definitions as YAML.
 	definitions bool
+	// plugins add's switches and --signature FILE.
+	force, allowDowngrade, ifNewer bool
+	signature                      string
+	// publishersDir holds the publishers' keys (docs/agent.md "Plugin catalog and
+	// signatures"): none there, no signature is asked for.
+	publishersDir string
 
 	// The configuration file (config.go): its path, empty when none was read; where
 	// each setting came from; the plugins it disables. A pointer keeps config
@@ -172,19 +190,21 @@ type config struct {
 
 // valueFlags are the flags that take a value, with their environment variables.
 var valueFlags = map[string]string{
-	"plugin-dir":    "YUZU_PLUGIN_DIR",
-	"data-dir":      "YUZU_DATA_DIR",
-	"timeout":       "YUZU_TIMEOUT",
-	"agent-id":      "YUZU_AGENT_ID",
-	"log-level":     "YUZU_LOG_LEVEL",
-	"log-format":    "YUZU_LOG_FORMAT",
-	"plugin-limits": "YUZU_PLUGIN_LIMITS",
-	"output":        "YUZU_OUTPUT",
-	"config":        configEnv,
-	"log-file":      "YUZU_LOG_FILE",
-	"log-max-mib":   "YUZU_LOG_MAX_MIB",
-	"log-max-files": "YUZU_LOG_MAX_FILES",
-	"out":           "", // diagnostics' --out: the command line only
+	"plugin-dir":     "YUZU_PLUGIN_DIR",
+	"data-dir":       "YUZU_DATA_DIR",
+	"timeout":        "YUZU_TIMEOUT",
+	"agent-id":       "YUZU_AGENT_ID",
+	"log-level":      "YUZU_LOG_LEVEL",
+	"log-format":     "YUZU_LOG_FORMAT",
+	"plugin-limits":  "YUZU_PLUGIN_LIMITS",
+	"output":         "YUZU_OUTPUT",
+	"config":         configEnv,
+	"log-file":       "YUZU_LOG_FILE",
+	"log-max-mib":    "YUZU_LOG_MAX_MIB",
+	"log-max-files":  "YUZU_LOG_MAX_FILES",
+	"out":            "", // diagnostics' --out: the command line only
+	"signature":      "", // plugins add's --signature: the command line only
+	"publishers-dir": "YUZU_PUBLISHERS_DIR",
 
 	"server":           "YUZU_SERVER",
 	"ca-cert":          "YUZU_CA_CERT",
@@ -242,6 +262,20 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 			continue
 		case "definitions":
 			cfg.definitions = true
+			continue
+		case "force", "allow-downgrade", "if-newer":
+			// plugins add's switches: the command line only, never a setting.
+			if hasVal {
+				return cfg, nil, usagef("flag --%s takes no value", name)
+			}
+			switch name {
+			case "force":
+				cfg.force = true
+			case "allow-downgrade":
+				cfg.allowDowngrade = true
+			case "if-newer":
+				cfg.ifNewer = true
+			}
 			continue
 		}
 		if _, ok := boolFlags[name]; ok {
@@ -312,6 +346,8 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 	cfg.logMaxMiB = str("log-max-mib")
 	cfg.logMaxFiles = str("log-max-files")
 	cfg.out = vals["out"]
+	cfg.signature = vals["signature"]
+	cfg.publishersDir = str("publishers-dir")
 	if _, err := limits.Parse(cfg.limits); err != nil {
 		problems = append(problems, usagef("--plugin-limits: %s", rows.Printable(err.Error())))
 	}
@@ -341,7 +377,7 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 	if len(problems) > 0 {
 		return cfg, nil, problems[0]
 	}
-	for _, name := range []string{"plugin-dir", "data-dir"} {
+	for _, name := range []string{"plugin-dir", "data-dir", "publishers-dir"} {
 		if v, given := vals[name]; given && v == "" {
 			return cfg, nil, usagef("--%s needs a directory, not an empty value", name)
 		}
@@ -499,6 +535,9 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 	if cfg.dataDir == "" {
 		cfg.dataDir = defaultDataDir(runtime.GOOS, os.Getenv, system)
 	}
+	if cfg.publishersDir == "" {
+		cfg.publishersDir = defaultPublishersDir(runtime.GOOS, os.Getenv)
+	}
 	// Started by the Windows service control manager: stderr goes nowhere, so the
 	// log goes to the machine's log file unless the configuration names one.
 	asService := pos[0] == "run" && underSCM()
@@ -539,6 +578,9 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 	// on a command that prints no rows.
 	if cfg.outputFlag && pos[0] != "exec" {
 		return usageExit(stderr, usagef("--output belongs to exec"))
+	}
+	if (cfg.force || cfg.allowDowngrade || cfg.ifNewer || cfg.signature != "") && (pos[0] != "plugins" || len(pos) < 2 || pos[1] != "add") {
+		return usageExit(stderr, usagef("--force, --allow-downgrade, --if-newer and --signature belong to plugins add"))
 	}
 	var code int
 	switch pos[0] {

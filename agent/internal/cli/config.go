@@ -36,7 +36,7 @@ var defaultConfigPath = agentconf.DefaultPath
 
 // commandOnly are flags that are no setting: a file cannot hold them and `config
 // show` does not list them.
-var commandOnly = map[string]bool{"config": true, "out": true}
+var commandOnly = map[string]bool{"config": true, "out": true, "signature": true}
 
 // fileKeys are the settings a configuration file may hold: every value flag and
 // switch but commandOnly.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/yuzugo/yuzu/agent/internal/control"
 	"github.com/yuzugo/yuzu/agent/internal/service"
+	"github.com/yuzugo/yuzu/agent/trust"
 	"github.com/yuzugo/yuzu/sdk/atomicfile"
 	"github.com/yuzugo/yuzu/sdk/rows"
 	"github.com/yuzugo/yuzu/sdk/safefile"
@@ -146,17 +147,17 @@ func diagVersion() string {
 }
 
 // diagPlugins lists the plugin dir (names, modes, sizes; links are named, not
-// followed) and its trusted checksums.
+// followed) and its catalog (no secret in it: checksums, versions, signatures).
 func diagPlugins(dir string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "plugin dir: %s\n", rows.Printable(dir))
 	b.WriteString(diagListing(dir))
-	sums, err := safefile.ReadFile(filepath.Join(dir, "plugins.sha256"), diagSumsBytes)
+	cat, err := safefile.ReadFile(trust.Path(dir), diagSumsBytes)
 	if err != nil {
-		fmt.Fprintf(&b, "\nplugins.sha256: %s\n", rows.Printable(err.Error()))
+		fmt.Fprintf(&b, "\n%s: %s\n", trust.FileName, rows.Printable(err.Error()))
 	} else {
-		b.WriteString("\nplugins.sha256:\n")
-		for _, line := range strings.Split(strings.TrimRight(string(sums), "\n"), "\n") {
+		b.WriteString("\n" + trust.FileName + ":\n")
+		for _, line := range strings.Split(strings.TrimRight(string(cat), "\n"), "\n") {
 			b.WriteString(rows.Printable(line) + "\n")
 		}
 	}

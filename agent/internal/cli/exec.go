@@ -97,6 +97,20 @@ func resolveDefinition(ctx context.Context, cfg *config, sup *supervisor.Supervi
 	if err := def.CheckAgentVersion(Version); err != nil {
 		return err
 	}
+	// requiredPlugins, versions included, before anything runs: a definition written
+	// for a later plugin must not run on an earlier one.
+	if err := def.CheckPlugins(func(p string) (string, bool) {
+		if !sup.Has(p) {
+			return "", false
+		}
+		m, err := sup.Describe(ctx, p)
+		if err != nil {
+			return "unknown (" + err.Error() + ")", true
+		}
+		return m.Version, true
+	}); err != nil {
+		return err
+	}
 	m, err := sup.Describe(ctx, def.Plugin)
 	if err != nil {
 		return err
@@ -275,29 +289,49 @@ func newSupervisor(cfg config, log hclog.Logger) (*supervisor.Supervisor, error)
 // newSupervisorWith is newSupervisor with what one command adds to the options (run's
 // idle stop), when more is nil.
 func newSupervisorWith(cfg config, log hclog.Logger, more func(*supervisor.Options)) (*supervisor.Supervisor, error) {
-	id, err := agentID(cfg)
+	o, err := supervisorOptions(cfg, log)
 	if err != nil {
 		return nil, err
+	}
+	o.ReapOrphans = true
+	if more != nil {
+		more(&o)
+	}
+	return supervisor.New(o)
+}
+
+// supervisorOptions are the supervisor's settings from the agent's: where the plugins
+// and their state are, who the agent is, the limits, the disabled plugins and the
+// publishers' keys (a publisher file that cannot be read stops every command: the
+// agent would otherwise run what it was told to refuse).
+func supervisorOptions(cfg config, log hclog.Logger) (supervisor.Options, error) {
+	id, err := agentID(cfg)
+	if err != nil {
+		return supervisor.Options{}, err
 	}
 	set, err := limits.Parse(cfg.limits) // checked by parseArgs
 	if err != nil {
-		return nil, err
+		return supervisor.Options{}, err
 	}
-	o := supervisor.Options{
+	keys, err := loadKeys(cfg)
+	if err != nil {
+		return supervisor.Options{}, err
+	}
+	for _, w := range keys.Warnings {
+		log.Warn("publisher keys", "problem", rows.Printable(w))
+	}
+	return supervisor.Options{
 		PluginDir:    cfg.pluginDir,
 		DataDir:      cfg.dataDir,
 		AgentID:      id,
 		AgentVersion: Version,
 		LogLevel:     cfg.logLevel,
 		Logger:       log,
-		ReapOrphans:  true,
 		Limits:       set,
 		Disabled:     cfg.disabledPlugins(),
-	}
-	if more != nil {
-		more(&o)
-	}
-	return supervisor.New(o)
+		Keys:         keys,
+		TrustDir:     trustDir(cfg),
+	}, nil
 }
 
 // maxAgentIDBytes bounds the agent_id file: an id is a UUID, 36 bytes.

@@ -68,3 +68,16 @@ func noteUserDataDir(log hclog.Logger, goos string, getenv func(string) string, 
 			"not_used", rows.Printable(old), "data_dir", rows.Printable(dataDir))
 	}
 }
+
+// defaultPublishersDir is where the publishers' keys are looked for: publishers/
+// beside the default configuration file (/etc/yuzu/publishers, %ProgramData%\yuzu\
+// publishers, /Library/Application Support/yuzu/publishers). docs/agent.md, "Plugin
+// catalog and signatures".
+func defaultPublishersDir(goos string, getenv func(string) string) string {
+	return filepath.Join(filepath.Dir(defaultConfigPath(goos, getenv)), "publishers")
+}
+
+// trustDir is where the agent keeps the version floors and the key-set updates it
+// accepted: in the data dir, so that a plugin dir replaced wholesale does not reset
+// them.
+func trustDir(cfg config) string { return filepath.Join(cfg.dataDir, "trust") }

@@ -2,14 +2,11 @@ package cli
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -21,9 +18,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/yuzugo/yuzu/agent/dispatch"
+	"github.com/yuzugo/yuzu/agent/internal/control"
+	"github.com/yuzugo/yuzu/agent/internal/installer"
 	"github.com/yuzugo/yuzu/agent/internal/limits"
-	"github.com/yuzugo/yuzu/agent/internal/manifest"
 	"github.com/yuzugo/yuzu/agent/supervisor"
+	"github.com/yuzugo/yuzu/agent/trust"
 	"github.com/yuzugo/yuzu/definitions"
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/atomicfile"
@@ -40,15 +39,27 @@ func runPlugins(ctx context.Context, cfg config, log hclog.Logger, args []string
 	if len(args) > 0 {
 		switch args[0] {
 		case "add":
-			if len(args) != 2 {
-				return 0, usagef("plugins add needs exactly one FILE")
+			if len(args) < 2 {
+				return 0, usagef("plugins add needs a FILE")
 			}
-			return addPlugin(ctx, cfg, log, args[1], stdout, stderr), nil
+			return addPlugins(ctx, cfg, log, args[1:], stdout, stderr), nil
 		case "remove":
 			if len(args) != 2 {
 				return 0, usagef("plugins remove needs exactly one NAME")
 			}
-			return removePlugin(cfg, args[1], stdout, stderr), nil
+			return removePlugin(ctx, cfg, args[1], stdout, stderr), nil
+		case "rollback":
+			if len(args) != 2 {
+				return 0, usagef("plugins rollback needs exactly one NAME")
+			}
+			return rollbackPlugin(ctx, cfg, log, args[1], stdout, stderr), nil
+		case "keys":
+			return runKeys(cfg, args[1:], stdout, stderr)
+		case "pin":
+			if len(args) < 2 {
+				return 0, usagef("plugins pin needs a FILE")
+			}
+			return pinPlugins(ctx, cfg, args[1:], stdout, stderr), nil
 		}
 		return 0, usagef("plugins: unknown subcommand %q", rows.Printable(args[0]))
 	}
@@ -68,7 +79,7 @@ func runPlugins(ctx context.Context, cfg config, log hclog.Logger, args []string
 // code is exitFail when a plugin is not running.
 func writePluginTable(stdout io.Writer, statuses []supervisor.Status) int {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tVERSION\tPROTOCOL\tSTATE\tRESTARTS\tLAST ERROR\tMEMORY PEAK/LIMIT\tTASKS PEAK/LIMIT\tCPU LIMIT\tACTIONS")
+	fmt.Fprintln(tw, "NAME\tVERSION\tPROTOCOL\tTRUST\tSTATE\tRESTARTS\tLAST ERROR\tMEMORY PEAK/LIMIT\tTASKS PEAK/LIMIT\tCPU LIMIT\tACTIONS")
 	code := exitOK
 	for _, st := range statuses {
 		if st.State != supervisor.StateRunning {
@@ -79,13 +90,38 @@ func writePluginTable(stdout io.Writer, statuses []supervisor.Status) int {
 			protocol = strconv.Itoa(st.Protocol)
 		}
 		mem, tasks, cpu := boxCells(st)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", cell(st.Name), cell(st.Version), protocol, st.State, st.Restarts,
-			cell(st.LastError), mem, tasks, cpu, cell(strings.Join(st.Actions, ",")))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", cell(st.Name), cell(versionCell(st)), protocol, cell(trustCell(st)),
+			st.State, st.Restarts, cell(st.LastError), mem, tasks, cpu, cell(strings.Join(st.Actions, ",")))
 	}
 	if err := tw.Flush(); err != nil {
 		return exitFail
 	}
 	return code
+}
+
+// versionCell is the version a plugin runs; while no child has said one, the
+// catalog's.
+func versionCell(st supervisor.Status) string {
+	if st.Version != "" {
+		return st.Version
+	}
+	v, _, _ := strings.Cut(st.Build, " (")
+	if strings.HasPrefix(v, "sha256 ") {
+		return ""
+	}
+	return v
+}
+
+// trustCell says who vouches for a plugin's build: "unsigned", or the publisher.
+func trustCell(st supervisor.Status) string {
+	switch st.Trust {
+	case "":
+		return "-" // a binary the catalog does not name
+	case "unsigned":
+		return "unsigned"
+	}
+	pub, _, _ := strings.Cut(strings.TrimPrefix(st.Trust, "signed by "), " ")
+	return "signed:" + pub
 }
 
 // boxCells are a plugin's resource columns: peak use over limit ("-" for a peak the
@@ -346,121 +382,192 @@ func paramLine(p *sdk.Parameter) string {
 	return line
 }
 
-// addPlugin trusts a plugin binary: it copies the file into the plugin dir when it is
-// elsewhere, records its SHA-256 in the manifest, starts it once to check that it is a
-// yuzu plugin of that name whose definitions agree with its declarations, and keeps
-// the change only then. A refusal leaves the plugin dir exactly as it was.
-func addPlugin(ctx context.Context, cfg config, log hclog.Logger, file string, stdout, stderr io.Writer) int {
-	fail := func(format string, args ...any) int {
+// addPlugins installs plugin builds (installer.Install: checked before any of their
+// code runs, stored, started once, checked again, made current in the catalog) and
+// tells a running agent, which starts each new build beside the running one and says
+// how that went. Every file is tried; the code is exitFail when one was refused or
+// rolled back.
+func addPlugins(ctx context.Context, cfg config, log hclog.Logger, files []string, stdout, stderr io.Writer) int {
+	fail := func(format string, args ...any) {
 		fmt.Fprintln(stderr, "yuzu-agent: plugins add: "+printableLines(fmt.Sprintf(format, args...)))
+	}
+	if cfg.signature != "" && len(files) != 1 {
+		fail("--signature names the signature of one FILE; for several, put each beside its file as FILE.minisig")
 		return exitFail
 	}
-	base := filepath.Base(file)
-	name, ok := supervisor.PluginName(base)
-	if !ok {
-		return fail("%s: a plugin binary's name must start with %s", file, supervisor.BinaryPrefix)
+	keys, err := loadKeys(cfg)
+	if err != nil {
+		fail("%v", err)
+		return exitFail
 	}
 	if err := atomicfile.MkdirAll(cfg.pluginDir, 0o755); err != nil {
-		return fail("%v", err)
+		fail("%v", err)
+		return exitFail
 	}
-	dest := filepath.Join(cfg.pluginDir, base)
-	var undo []func()
-	rollback := func() {
-		for i := len(undo) - 1; i >= 0; i-- {
-			undo[i]()
-		}
-	}
-	// Read once, the way the supervisor reads a plugin (no link, a regular file,
-	// bounded): the manifest vouches for exactly the bytes written into the plugin dir.
-	data, err := safefile.ReadFile(file, supervisor.MaxBinaryBytes)
-	if err != nil {
-		return fail("%v", err)
-	}
-	if !sameFile(file, dest) {
-		restoreDest, err := replaceWith(dest, data)
-		if err != nil {
-			return fail("copy %s into %s: %v", file, cfg.pluginDir, err)
-		}
-		undo = append(undo, restoreDest)
-	}
-	sum := sha256.Sum256(data)
-	old, err := manifest.Read(cfg.pluginDir)
-	hadManifest := err == nil
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		rollback()
-		return fail("%v", err)
-	}
-	next := manifest.Manifest{}
-	for k, v := range old {
-		next[k] = v
-	}
-	next[base] = sum[:]
-	if err := next.Write(cfg.pluginDir); err != nil {
-		rollback()
-		return fail("%v", err)
-	}
-	undo = append(undo, func() {
-		if !hadManifest {
-			_ = os.Remove(filepath.Join(cfg.pluginDir, manifest.FileName))
-			return
-		}
-		_ = old.Write(cfg.pluginDir)
+	ic := installerConfig(cfg, log, keys, func(ctx context.Context, name string) map[string][]definition.Definition {
+		return otherDefinitions(ctx, cfg, log, name, stderr)
 	})
-	m, others, err := describeNew(ctx, cfg, log, name, stderr)
-	if err != nil {
-		rollback()
-		return fail("%s does not work as a yuzu plugin; the plugin dir is unchanged: %v", dest, err)
-	}
-	refuse := func(why string, problems []string) int {
-		rollback()
-		var b strings.Builder
-		for _, p := range problems {
-			b.WriteString("\n  " + rows.Printable(p))
+	code := exitOK
+	var changed []string
+	for _, file := range files {
+		offer, err := offerOf(cfg, file)
+		if err != nil {
+			fail("%v", err)
+			code = exitFail
+			continue
 		}
-		return fail("%s %s: %s; the plugin dir is unchanged:%s", m.Name, m.Version, why, b.String())
+		res, err := installer.Install(ctx, ic, offer)
+		if err != nil {
+			fail("%s: the plugin dir is unchanged: %v", file, err)
+			code = exitFail
+			continue
+		}
+		switch {
+		case res.Skipped != "":
+			fmt.Fprintf(stdout, "skipped %s: %s\n", rows.Printable(file), cell(res.Skipped))
+		case res.Change.Kind == trust.KindSame:
+			fmt.Fprintf(stdout, "%s\n", cell(res.Change.Describe()))
+		default:
+			defs, _ := res.Manifest.ServedDefinitions()
+			fmt.Fprintf(stdout, "added %s, %s, %d actions, %d definitions\n", cell(res.Change.Describe()),
+				cell(trustWord(res.Change.Entry)), len(res.Manifest.Actions), len(defs))
+			changed = append(changed, res.Change.Entry.Name())
+		}
 	}
-	defs, problems := checkShipped(m)
-	if len(problems) > 0 {
-		return refuse("its definitions disagree with its declarations", problems)
+	if len(changed) > 0 && tellAgent(ctx, cfg, changed, stdout, stderr) != exitOK {
+		code = exitFail
 	}
-	if problems := shippingRules(m, defs, others); len(problems) > 0 {
-		return refuse("its definitions cannot ship", problems)
-	}
-	fmt.Fprintf(stdout, "added %s: %s %s, %d actions, %d definitions, sha256 %s\n", rows.Printable(dest), cell(m.Name), cell(m.Version),
-		len(m.Actions), len(defs), hex.EncodeToString(sum[:]))
-	return exitOK
+	return code
 }
 
-// printableLines escapes each line of a message that may quote plugin-supplied text,
-// keeping the line breaks the agent put there itself.
-func printableLines(msg string) string {
-	lines := strings.Split(msg, "\n")
-	for i, l := range lines {
-		lines[i] = rows.Printable(l)
+// offerOf reads a file offered to plugins add, and its signature: --signature, else
+// FILE.minisig when there is one.
+func offerOf(cfg config, file string) (installer.Offer, error) {
+	o := installer.Offer{FileName: filepath.Base(file), Source: "plugins add " + file,
+		Options: trust.Options{Force: cfg.force, AllowDowngrade: cfg.allowDowngrade}, IfNewer: cfg.ifNewer}
+	var err error
+	if o.Bytes, err = trust.ReadSource(file); err != nil {
+		return o, err
 	}
-	return strings.Join(lines, "\n")
+	sigPath, explicit := cfg.signature, cfg.signature != ""
+	if !explicit {
+		sigPath = file + ".minisig"
+	}
+	o.Signature, err = safefile.ReadFile(sigPath, maxSignatureBytes)
+	if err != nil && (explicit || !errors.Is(err, fs.ErrNotExist)) {
+		return o, fmt.Errorf("signature: %w", err)
+	}
+	return o, nil
 }
 
-// describeNew starts the plugin once and returns its manifest, with the definitions
-// every other plugin serves (by plugin name) and the agent's workflows (under
-// "workflows"), for shippingRules. Another plugin that cannot be asked is named on
-// stderr and left out: it must not keep a working plugin from being added.
-func describeNew(ctx context.Context, cfg config, log hclog.Logger, name string, stderr io.Writer) (host.Manifest, map[string][]definition.Definition, error) {
-	sup, err := newSupervisor(cfg, log)
-	if err != nil {
-		return host.Manifest{}, nil, err
+// maxSignatureBytes bounds a signature file: a minisign signature is about 300 bytes.
+const maxSignatureBytes = 64 << 10
+
+// trustWord says in a few words who vouches for an entry.
+func trustWord(e *trust.Entry) string {
+	if e.Publisher == "" {
+		return "unsigned"
 	}
-	defer sup.Close()
-	ctx, cancel := context.WithTimeout(ctx, startWait)
-	defer cancel()
-	m, err := sup.Describe(ctx, name)
-	if err != nil {
-		return host.Manifest{}, nil, err
+	return "signed by " + e.Publisher + " (key " + strings.Join(e.SignedBy, ", ") + ")"
+}
+
+// loadKeys reads the publishers' keys and the key-set updates accepted earlier.
+func loadKeys(cfg config) (*trust.Keys, error) {
+	return trust.LoadKeys(cfg.publishersDir, filepath.Join(trustDir(cfg), "keysets"))
+}
+
+// installerConfig is how a build is tried and checked before it enters the catalog:
+// one trial start with the agent's own settings, then its definitions against its
+// declarations and against every other plugin's (others: by plugin name, and the
+// agent's workflows).
+func installerConfig(cfg config, log hclog.Logger, keys *trust.Keys, others func(ctx context.Context, name string) map[string][]definition.Definition) installer.Config {
+	return installer.Config{
+		PluginDir: cfg.pluginDir, StateDir: trustDir(cfg), Keys: keys,
+		Trial: func(ctx context.Context, b supervisor.Binary) (host.Manifest, error) {
+			o, err := supervisorOptions(cfg, log)
+			if err != nil {
+				return host.Manifest{}, err
+			}
+			return supervisor.Trial(ctx, o, b)
+		},
+		Check: func(ctx context.Context, m host.Manifest) []string {
+			defs, problems := checkShipped(m)
+			if len(problems) > 0 {
+				return append([]string{"its definitions disagree with its declarations:"}, problems...)
+			}
+			if problems := shippingRules(m, defs, others(ctx, m.Name)); len(problems) > 0 {
+				return append([]string{"its definitions cannot ship:"}, problems...)
+			}
+			return nil
+		},
 	}
+}
+
+// tellAgent has the agent running on this data dir read its catalog again, and says
+// what it made of each changed plugin: running the new build, or rolled back. No
+// agent answering is no failure: the change waits for its next start (or for any
+// long-lived agent on this plugin dir, which looks at the catalog every few seconds).
+func tellAgent(ctx context.Context, cfg config, changed []string, stdout, stderr io.Writer) int {
+	path := control.Path(cfg.dataDir)
+	r, err := control.Reload(ctx, path)
+	if errors.Is(err, control.ErrNotRunning) {
+		fmt.Fprintf(stdout, "no running agent answers at %s: the change takes effect when the plugins next start\n", rows.Printable(path))
+		return exitOK
+	}
+	if err == nil && r.Error != "" {
+		err = errors.New(r.Error)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "yuzu-agent: the running agent did not take the change: "+rows.Printable(err.Error()))
+		return exitFail
+	}
+	code := exitOK
+	for _, name := range changed {
+		i := slices.IndexFunc(r.Plugins, func(st supervisor.Status) bool { return st.Name == name })
+		if i < 0 {
+			fmt.Fprintf(stdout, "running agent: %s is gone\n", cell(name))
+			continue
+		}
+		st := r.Plugins[i]
+		switch {
+		case st.LastRollback != "" && strings.Contains(st.LastError, "rolled back"):
+			fmt.Fprintf(stdout, "running agent: %s rolled back to %s: %s\n", cell(name), cell(st.Build), cell(st.LastRollback))
+			code = exitFail
+		case st.State == supervisor.StateRefused:
+			fmt.Fprintf(stdout, "running agent: %s refused: %s\n", cell(name), cell(st.LastError))
+			code = exitFail
+		default:
+			pid := ""
+			if st.Pid > 0 {
+				pid = fmt.Sprintf(", pid %d", st.Pid)
+			}
+			fmt.Fprintf(stdout, "running agent: %s %s%s (%s)\n", cell(name), cell(st.Build), pid, st.State)
+		}
+	}
+	return code
+}
+
+// otherDefinitions returns the definitions every plugin but name serves (by plugin
+// name) and the agent's workflows (under "workflows"), for shippingRules. Another
+// plugin that cannot be asked is named on stderr and left out: it must not keep a
+// working plugin from being added.
+func otherDefinitions(ctx context.Context, cfg config, log hclog.Logger, name string, stderr io.Writer) map[string][]definition.Definition {
 	others := map[string][]definition.Definition{}
 	if wfs, err := definitions.Workflows(); err == nil {
 		others[workflowsOwner] = wfs
 	}
+	sup, err := newSupervisor(cfg, log)
+	if err != nil {
+		return others
+	}
+	defer sup.Close()
+	return definitionsOf(ctx, sup, name, others, stderr)
+}
+
+// definitionsOf adds to others what every plugin of sup but name serves.
+func definitionsOf(ctx context.Context, sup *supervisor.Supervisor, name string, others map[string][]definition.Definition, stderr io.Writer) map[string][]definition.Definition {
+	ctx, cancel := context.WithTimeout(ctx, startWait)
+	defer cancel()
 	for _, n := range sup.Plugins() {
 		if n == name {
 			continue
@@ -472,7 +579,17 @@ func describeNew(ctx context.Context, cfg config, log hclog.Logger, name string,
 		}
 		others[n] = defs
 	}
-	return m, others, nil
+	return others
+}
+
+// printableLines escapes each line of a message that may quote plugin-supplied text,
+// keeping the line breaks the agent put there itself.
+func printableLines(msg string) string {
+	lines := strings.Split(msg, "\n")
+	for i, l := range lines {
+		lines[i] = rows.Printable(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // workflowsOwner names the agent's own workflow definitions among the owners of ids.
@@ -522,69 +639,121 @@ func checkShipped(m host.Manifest) (defs []definition.Definition, problems []str
 	return defs, problems
 }
 
-// removePlugin stops trusting a plugin: its line leaves the manifest and its binary
-// leaves the plugin dir.
-func removePlugin(cfg config, name string, stdout, stderr io.Writer) int {
-	fail := func(format string, args ...any) int {
-		fmt.Fprintln(stderr, "yuzu-agent: plugins remove: "+rows.Printable(fmt.Sprintf(format, args...)))
+// removePlugin stops trusting a plugin: its entry leaves the catalog and its builds
+// the plugin dir; a running agent lets the plugin finish what it holds.
+func removePlugin(ctx context.Context, cfg config, name string, stdout, stderr io.Writer) int {
+	if !sdk.ValidName(name) {
+		fmt.Fprintln(stderr, "yuzu-agent: plugins remove: "+rows.Printable(strconv.Quote(name))+" is not a plugin name")
 		return exitFail
 	}
-	base := supervisor.BinaryPrefix + name
-	if _, ok := supervisor.PluginName(base); !ok || strings.ContainsAny(name, `/\`) || name == "" {
-		return fail("%q is not a plugin name", name)
+	gone, err := installer.Remove(ctx, cfg.pluginDir, name)
+	if gone == nil {
+		fmt.Fprintln(stderr, "yuzu-agent: plugins remove: "+rows.Printable(err.Error()))
+		return exitFail
 	}
-	m, err := manifest.Read(cfg.pluginDir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fail("%v", err)
+	fmt.Fprintf(stdout, "removed %s %s\n", cell(name), cell(gone.Label()))
+	code := exitOK
+	if err != nil {
+		fmt.Fprintln(stderr, "yuzu-agent: plugins remove: "+rows.Printable(err.Error()))
+		code = exitFail
 	}
-	var file string
-	for _, candidate := range []string{base, base + ".exe"} {
-		if _, ok := m[candidate]; ok {
-			file = candidate
-		}
+	if tellAgent(ctx, cfg, nil, stdout, stderr) != exitOK {
+		code = exitFail
 	}
-	if file == "" {
-		return fail("no plugin %s is listed in %s", name, filepath.Join(cfg.pluginDir, manifest.FileName))
-	}
-	delete(m, file)
-	if err := m.Write(cfg.pluginDir); err != nil {
-		return fail("%v", err)
-	}
-	path := filepath.Join(cfg.pluginDir, file)
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fail("%s is no longer trusted, but its binary could not be removed: %v", path, err)
-	}
-	fmt.Fprintf(stdout, "removed %s\n", rows.Printable(path))
-	return exitOK
+	return code
 }
 
-func sameFile(a, b string) bool {
-	fa, err := os.Stat(a)
-	if err != nil {
-		return false
+// rollbackPlugin makes a plugin's previous build current again on the operator's word.
+func rollbackPlugin(ctx context.Context, cfg config, log hclog.Logger, name string, stdout, stderr io.Writer) int {
+	if !sdk.ValidName(name) {
+		fmt.Fprintln(stderr, "yuzu-agent: plugins rollback: "+rows.Printable(strconv.Quote(name))+" is not a plugin name")
+		return exitFail
 	}
-	fb, err := os.Stat(b)
+	back, from, err := installer.Rollback(ctx, installer.Config{PluginDir: cfg.pluginDir, StateDir: trustDir(cfg)}, name)
 	if err != nil {
-		return false
+		fmt.Fprintln(stderr, "yuzu-agent: plugins rollback: "+rows.Printable(err.Error()))
+		return exitFail
 	}
-	return os.SameFile(fa, fb)
+	fmt.Fprintf(stdout, "rolled back %s %s -> %s; %s is not installed again unless forced\n", cell(name), cell(from.VersionOrUnknown()),
+		cell(back.Label()), cell(from.Label()))
+	return tellAgent(ctx, cfg, []string{name}, stdout, stderr)
 }
 
-// replaceWith writes data to dest through a temp file renamed into place (mode 0755),
-// keeping any earlier dest aside so that the returned undo puts it back.
-func replaceWith(dest string, data []byte) (undo func(), err error) {
-	prev, hadPrev := []byte(nil), false
-	if old, err := safefile.ReadFile(dest, supervisor.MaxBinaryBytes); err == nil {
-		prev, hadPrev = old, true
-	}
-	if err := atomicfile.WriteMode(dest, data, 0o755); err != nil {
-		return nil, err
-	}
-	return func() {
-		if hadPrev {
-			_ = atomicfile.WriteMode(dest, prev, 0o755)
-		} else {
-			_ = os.Remove(dest)
+// pinPlugins is `plugins pin FILE...`: builds already at the top of the plugin dir
+// recorded by checksum, without a start (installer.Pin).
+func pinPlugins(ctx context.Context, cfg config, files []string, stdout, stderr io.Writer) int {
+	keys, err := loadKeys(cfg)
+	if err == nil {
+		var pinned []*trust.Entry
+		if pinned, err = installer.Pin(ctx, installer.Config{PluginDir: cfg.pluginDir, Keys: keys}, files); err == nil {
+			for _, e := range pinned {
+				fmt.Fprintf(stdout, "pinned %s %s, %s\n", cell(e.Name()), cell(e.Label()), cell(trustWord(e)))
+			}
+			return exitOK
 		}
-	}, nil
+	}
+	fmt.Fprintln(stderr, "yuzu-agent: plugins pin: "+rows.Printable(err.Error()))
+	return exitFail
+}
+
+// runKeys is `plugins keys`: the publishers this agent trusts, each key set with its
+// serial, the plugins each may sign and the keys it revoked; and `plugins keys update
+// FILE`: a signed key-set update (FILE.minisig beside it) taken into use.
+func runKeys(cfg config, args []string, stdout, stderr io.Writer) (int, error) {
+	keys, err := loadKeys(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "yuzu-agent: "+rows.Printable(err.Error()))
+		return exitFail, nil
+	}
+	if len(args) == 2 && args[0] == "update" {
+		doc, err := safefile.ReadFile(args[1], 64<<10)
+		var sig []byte
+		if err == nil {
+			sig, err = safefile.ReadFile(args[1]+".minisig", 64<<10)
+		}
+		var res trust.AdvanceResult
+		if err == nil {
+			res, err = keys.Advance(doc, sig)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "yuzu-agent: plugins keys update: "+rows.Printable(err.Error()))
+			return exitFail, nil
+		}
+		if !res.Applied {
+			fmt.Fprintf(stdout, "publisher %s is at key set %d already (this update is %d)\n", res.Publisher, res.From, res.To)
+			return exitOK, nil
+		}
+		fmt.Fprintf(stdout, "publisher %s: key set %d -> %d\n", res.Publisher, res.From, res.To)
+		return exitOK, nil
+	}
+	if len(args) > 0 {
+		return 0, usagef("plugins keys takes no argument, or update FILE")
+	}
+	for _, w := range keys.Warnings {
+		fmt.Fprintln(stderr, "yuzu-agent: warning: "+rows.Printable(w))
+	}
+	if !keys.Configured() {
+		fmt.Fprintf(stdout, "no publisher keys in %s: plugins are trusted by their SHA-256 alone (unsigned)\n", rows.Printable(keys.Dir))
+		return exitOK, nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PUBLISHER\tKEY SET\tKEYS\tPLUGINS\tREVOKED")
+	for _, name := range slices.Sorted(maps.Keys(keys.Publishers)) {
+		p := keys.Publishers[name]
+		ids := make([]string, len(p.Keys))
+		for i, k := range p.Keys {
+			ids[i] = trust.KeyID(k.ID())
+		}
+		var revoked []string
+		for id := range p.Revoked {
+			revoked = append(revoked, trust.KeyID(id))
+		}
+		slices.Sort(revoked)
+		plugins := "*"
+		if p.Plugins != nil {
+			plugins = strings.Join(p.Plugins, " ")
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", name, p.Serial, strings.Join(ids, " "), cell(plugins), cell(strings.Join(revoked, " ")))
+	}
+	return exitOK, tw.Flush()
 }

@@ -111,6 +111,10 @@ func runShell(cfg config, log hclog.Logger, args []string, stdin io.Reader, stdo
 		sup.Close()
 		<-noticesDone
 	}()
+	// The shell follows the catalog as run does (plugins add in another terminal).
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	go sup.Watch(watchCtx, catalogWatch)
 
 	var read func() (string, bool, error)
 	if s.term != nil {
@@ -463,7 +467,11 @@ func (s *shell) showChanges(sub *supervisor.Subscription) {
 		case supervisor.StateRefused:
 			fmt.Fprintf(s.msg, "[plugin %s] refused: %s\n", name, why)
 		case supervisor.StateRunning:
-			if restarting[c.Plugin] {
+			switch {
+			case c.From == supervisor.StateRunning:
+				// An upgrade or a rollback under the running plugin.
+				fmt.Fprintf(s.msg, "[plugin %s] %s\n", name, why)
+			case restarting[c.Plugin]:
 				delete(restarting, c.Plugin)
 				fmt.Fprintf(s.msg, "[plugin %s] restarted (%s)\n", name, why)
 			}

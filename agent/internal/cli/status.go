@@ -35,7 +35,7 @@ func serveStatus(ctx context.Context, cfg config, rs runSettings, sup *superviso
 	if cfg.file != nil {
 		configFile = cfg.file.path
 	}
-	report := func() control.Report {
+	status := func() control.Report {
 		link := m.Link()
 		return control.Report{
 			Version: Version, Commit: Commit, PID: os.Getpid(), Started: started,
@@ -48,7 +48,15 @@ func serveStatus(ctx context.Context, cfg config, rs runSettings, sup *superviso
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := control.Serve(sctx, l, report); err != nil {
+		h := control.Handlers{Status: status, Reload: func(ctx context.Context) control.ReloadReport {
+			changes, err := sup.Reload()
+			if err != nil {
+				return control.ReloadReport{Error: err.Error(), Plugins: sup.Status()}
+			}
+			sup.Settle(ctx)
+			return control.ReloadReport{Changes: changes, Plugins: sup.Status()}
+		}}
+		if err := control.Serve(sctx, l, h); err != nil {
 			log.Error("status socket stopped", "error", err)
 		}
 	}()
@@ -110,15 +118,15 @@ func writeReport(w io.Writer, r control.Report) error {
 	fmt.Fprintf(w, "queue:       %d commands waiting or running\n", r.QueueDepth)
 	fmt.Fprintf(w, "config file: %s\n", cell(r.ConfigFile))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PLUGIN\tVERSION\tSTATE\tPID\tRESTARTS\tLAST ERROR\tMEMORY PEAK/LIMIT\tTASKS PEAK/LIMIT\tCPU LIMIT")
+	fmt.Fprintln(tw, "PLUGIN\tVERSION\tTRUST\tSTATE\tPID\tRESTARTS\tROLLBACKS\tLAST ERROR\tMEMORY PEAK/LIMIT\tTASKS PEAK/LIMIT\tCPU LIMIT")
 	for _, st := range r.Plugins {
 		mem, tasks, cpu := boxCells(st)
 		pid := "-"
 		if st.Pid > 0 {
 			pid = strconv.Itoa(st.Pid)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", cell(st.Name), cell(st.Version), cell(string(st.State)), pid,
-			st.Restarts, cell(st.LastError), mem, tasks, cpu)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", cell(st.Name), cell(versionCell(st)), cell(trustCell(st)),
+			cell(string(st.State)), pid, st.Restarts, st.Rollbacks, cell(st.LastError), mem, tasks, cpu)
 	}
 	return tw.Flush()
 }

@@ -50,17 +50,37 @@ type Report struct {
 	Plugins    []supervisor.Status `json:"plugins"`
 }
 
+// ReloadReport is what a running agent says after reading its plugin catalog again
+// (`plugins add` and its siblings ask for it): what changed, and every plugin's
+// status once the changed ones have started or been rolled back.
+type ReloadReport struct {
+	Changes []supervisor.Change `json:"changes"`
+	Plugins []supervisor.Status `json:"plugins"`
+	Error   string              `json:"error,omitempty"`
+}
+
+// Handlers answer the requests. Reload may be nil: that agent does not follow its
+// catalog, and says so.
+type Handlers struct {
+	Status func() Report
+	Reload func(ctx context.Context) ReloadReport
+}
+
 // Bounds of a conversation: a request is one short word, a report a few KiB per
-// plugin; a client that sends nothing is dropped.
+// plugin; a client that sends nothing is dropped. A reload waits for new builds to
+// start (each bounded by the start timeout, a failed one tried twice) and for a
+// rollback's start.
 const (
-	maxRequest  = 64
-	MaxReport   = 4 << 20
-	ioDeadline  = 10 * time.Second
-	requestWord = "status"
+	maxRequest     = 64
+	MaxReport      = 4 << 20
+	ioDeadline     = 10 * time.Second
+	reloadDeadline = 90 * time.Second
+	requestWord    = "status"
+	reloadWord     = "reload"
 )
 
-// Serve answers each connection on l with report() until ctx ends; it closes l.
-func Serve(ctx context.Context, l net.Listener, report func() Report) error {
+// Serve answers each connection on l until ctx ends; it closes l.
+func Serve(ctx context.Context, l net.Listener, h Handlers) error {
 	go func() {
 		<-ctx.Done()
 		l.Close()
@@ -77,22 +97,34 @@ func Serve(ctx context.Context, l net.Listener, report func() Report) error {
 			}
 			return err
 		}
-		go answer(c, report)
+		go answer(ctx, c, h)
 	}
 }
 
-func answer(c net.Conn, report func() Report) {
+func answer(ctx context.Context, c net.Conn, h Handlers) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(ioDeadline))
 	line, err := bufio.NewReader(io.LimitReader(c, maxRequest)).ReadString('\n')
 	if err != nil {
 		return
 	}
-	if strings.TrimSpace(line) != requestWord {
-		_ = json.NewEncoder(c).Encode(map[string]string{"error": "unknown request; the agent answers: " + requestWord})
-		return
+	switch strings.TrimSpace(line) {
+	case requestWord:
+		_ = json.NewEncoder(c).Encode(h.Status())
+	case reloadWord:
+		var r ReloadReport
+		if h.Reload == nil {
+			r.Error = "this agent does not follow its plugin catalog"
+		} else {
+			_ = c.SetDeadline(time.Now().Add(reloadDeadline))
+			rctx, cancel := context.WithTimeout(ctx, reloadDeadline-ioDeadline)
+			r = h.Reload(rctx)
+			cancel()
+		}
+		_ = json.NewEncoder(c).Encode(r)
+	default:
+		_ = json.NewEncoder(c).Encode(map[string]string{"error": "unknown request; the agent answers: " + requestWord + ", " + reloadWord})
 	}
-	_ = json.NewEncoder(c).Encode(report())
 }
 
 // ErrNotRunning says no agent answers on the socket.
@@ -104,32 +136,46 @@ var ErrNoUnixSockets = errors.New("this system has no Unix domain sockets")
 
 // Query asks the agent listening at path for its report.
 func Query(ctx context.Context, path string) (Report, error) {
+	var r Report
+	err := ask(ctx, path, requestWord, ioDeadline, &r)
+	return r, err
+}
+
+// Reload asks the agent listening at path to read its plugin catalog again, and
+// returns what it did.
+func Reload(ctx context.Context, path string) (ReloadReport, error) {
+	var r ReloadReport
+	err := ask(ctx, path, reloadWord, reloadDeadline, &r)
+	return r, err
+}
+
+// ask sends one request and decodes the answer into v.
+func ask(ctx context.Context, path, word string, limit time.Duration, v any) error {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
-		return Report{}, fmt.Errorf("%w on %s: %v", ErrNotRunning, path, err)
+		return fmt.Errorf("%w on %s: %v", ErrNotRunning, path, err)
 	}
 	defer c.Close()
-	deadline := time.Now().Add(ioDeadline)
+	deadline := time.Now().Add(limit)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl
 	}
 	_ = c.SetDeadline(deadline)
-	if _, err := io.WriteString(c, requestWord+"\n"); err != nil {
-		return Report{}, err
+	if _, err := io.WriteString(c, word+"\n"); err != nil {
+		return err
 	}
 	b, err := io.ReadAll(io.LimitReader(c, MaxReport+1))
 	if err != nil {
-		return Report{}, err
+		return err
 	}
 	if len(b) > MaxReport {
-		return Report{}, fmt.Errorf("the agent's report is over %d bytes", MaxReport)
+		return fmt.Errorf("the agent's answer is over %d bytes", MaxReport)
 	}
-	var r Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		return Report{}, fmt.Errorf("the agent's report: %w", err)
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("the agent's answer: %w", err)
 	}
-	return r, nil
+	return nil
 }
 
 // clearStale removes the socket a dead agent left at path: isSocket says whether what

@@ -16,13 +16,18 @@ import (
 
 func serve(t *testing.T, dataDir string, r Report) {
 	t.Helper()
+	serveWith(t, dataDir, Handlers{Status: func() Report { return r }})
+}
+
+func serveWith(t *testing.T, dataDir string, h Handlers) {
+	t.Helper()
 	l, err := Listen(dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, l, func() Report { return r }) }()
+	go func() { done <- Serve(ctx, l, h) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -138,5 +143,26 @@ func TestUnknownRequest(t *testing.T) {
 	n, _ := c.Read(b)
 	if !strings.Contains(string(b[:n]), "unknown request") {
 		t.Errorf("answer = %q", b[:n])
+	}
+}
+
+// A reload runs the agent's handler and brings back what it reports; an agent without
+// one says so.
+func TestReload(t *testing.T) {
+	data := t.TempDir()
+	serveWith(t, data, Handlers{Status: func() Report { return Report{} }, Reload: func(ctx context.Context) ReloadReport {
+		if _, ok := ctx.Deadline(); !ok {
+			return ReloadReport{Error: "no deadline"}
+		}
+		return ReloadReport{Changes: []supervisor.Change{{Plugin: "procs", Kind: "upgraded", From: "1.0.0", To: "2.0.0"}}}
+	}})
+	got, err := Reload(context.Background(), Path(data))
+	if err != nil || got.Error != "" || len(got.Changes) != 1 || got.Changes[0].To != "2.0.0" {
+		t.Errorf("reload: %+v %v", got, err)
+	}
+	other := t.TempDir()
+	serve(t, other, Report{})
+	if got, err := Reload(context.Background(), Path(other)); err != nil || !strings.Contains(got.Error, "does not follow") {
+		t.Errorf("an agent without a reload: %+v %v", got, err)
 	}
 }

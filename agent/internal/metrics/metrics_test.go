@@ -505,7 +505,8 @@ func TestCommandDoesNotAllocate(t *testing.T) {
 }
 
 // lifeCycle are the per-plugin series every plugin has, boxed or not.
-var lifeCycle = map[string]bool{"yuzu_agent_plugin_restarts_total": true, "yuzu_agent_plugin_state": true, "yuzu_agent_plugin_idle_stops_total": true}
+var lifeCycle = map[string]bool{"yuzu_agent_plugin_restarts_total": true, "yuzu_agent_plugin_state": true, "yuzu_agent_plugin_idle_stops_total": true,
+	"yuzu_agent_plugin_upgrades_total": true, "yuzu_agent_plugin_rollbacks_total": true}
 
 // Every plugin's state is one series labelled with it; idle stops and the last start
 // time are per plugin too, the start time only for a plugin that has started.
@@ -513,7 +514,8 @@ func TestPluginStateSeries(t *testing.T) {
 	m := New()
 	m.WatchPlugins(func() []supervisor.Status {
 		return []supervisor.Status{{Name: "fs", State: supervisor.StateStopped},
-			{Name: "tags", State: supervisor.StateIdle, IdleStops: 3, StartTook: 40 * time.Millisecond}}
+			{Name: "tags", State: supervisor.StateIdle, IdleStops: 3, StartTook: 40 * time.Millisecond,
+				Upgrades: 2, Rollbacks: 1, RowMismatches: map[string]int64{"tag": 4, "(undeclared)": 1}}}
 	})
 	exp := parseExposition(t, string(m.appendText(nil)))
 	got := map[string]float64{}
@@ -521,11 +523,16 @@ func TestPluginStateSeries(t *testing.T) {
 		got[s.name+s.key()] = s.value
 	}
 	for k, want := range map[string]float64{
-		`yuzu_agent_plugin_state{plugin="fs",state="stopped"}`: 1,
-		`yuzu_agent_plugin_state{plugin="tags",state="idle"}`:  1,
-		`yuzu_agent_plugin_idle_stops_total{plugin="tags"}`:    3,
-		`yuzu_agent_plugin_idle_stops_total{plugin="fs"}`:      0,
-		`yuzu_agent_plugin_start_seconds{plugin="tags"}`:       0.04,
+		`yuzu_agent_plugin_state{plugin="fs",state="stopped"}`:                       1,
+		`yuzu_agent_plugin_state{plugin="tags",state="idle"}`:                        1,
+		`yuzu_agent_plugin_idle_stops_total{plugin="tags"}`:                          3,
+		`yuzu_agent_plugin_idle_stops_total{plugin="fs"}`:                            0,
+		`yuzu_agent_plugin_start_seconds{plugin="tags"}`:                             0.04,
+		`yuzu_agent_plugin_upgrades_total{plugin="tags"}`:                            2,
+		`yuzu_agent_plugin_rollbacks_total{plugin="tags"}`:                           1,
+		`yuzu_agent_plugin_rollbacks_total{plugin="fs"}`:                             0,
+		`yuzu_agent_plugin_rows_mismatched_total{plugin="tags",kind="tag"}`:          4,
+		`yuzu_agent_plugin_rows_mismatched_total{plugin="tags",kind="(undeclared)"}`: 1,
 	} {
 		if v, ok := got[k]; !ok || v != want {
 			t.Errorf("%s = %v (present %v), want %v", k, v, ok, want)
@@ -533,6 +540,11 @@ func TestPluginStateSeries(t *testing.T) {
 	}
 	if _, ok := got[`yuzu_agent_plugin_start_seconds{plugin="fs"}`]; ok {
 		t.Error("a plugin that never started has a start time")
+	}
+	for k := range got {
+		if strings.HasPrefix(k, `yuzu_agent_plugin_rows_mismatched_total{plugin="fs"`) {
+			t.Errorf("a plugin that wrote no mismatching row has %s", k)
+		}
 	}
 }
 

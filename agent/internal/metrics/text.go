@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"runtime"
 	rtmetrics "runtime/metrics"
@@ -351,6 +352,28 @@ func (m *Metrics) stateFamilies() []family {
 		state,
 		perPlugin("yuzu_agent_plugin_idle_stops_total", "Plugin children stopped after their idle period (no failure; the next command starts one).", "counter",
 			func(st *supervisor.Status) (float64, bool) { return float64(st.IdleStops), true }),
+		perPlugin("yuzu_agent_plugin_upgrades_total", "Builds of a plugin this agent took from its catalog while it ran.", "counter",
+			func(st *supervisor.Status) (float64, bool) { return float64(st.Upgrades), true }),
+		perPlugin("yuzu_agent_plugin_rollbacks_total", "Builds of a plugin this agent rolled back: a start failed, or it crashed 3 times within a minute, on probation.", "counter",
+			func(st *supervisor.Status) (float64, bool) { return float64(st.Rollbacks), true }),
+	}
+	// Rows that depart from their declaration, by plugin and declared kind; only
+	// plugins that wrote one have a series.
+	if slices.ContainsFunc(sts, func(st supervisor.Status) bool { return len(st.RowMismatches) > 0 }) {
+		const name = "yuzu_agent_plugin_rows_mismatched_total"
+		out = append(out, family{name, func(b []byte) []byte {
+			b = appendHeader(b, name, "Rows a plugin wrote that depart from its action's declaration (kind, field count, typed fields), by declared kind; they are relayed all the same.", "counter")
+			for i := range sts {
+				for _, kind := range slices.Sorted(maps.Keys(sts[i].RowMismatches)) {
+					b = append(b, name...)
+					b = appendLabels(b, []string{"plugin", "kind"}, labelValues{sts[i].Name, kind}.sanitize(), "")
+					b = append(b, ' ')
+					b = append(b, strconv.FormatInt(sts[i].RowMismatches[kind], 10)...)
+					b = append(b, '\n')
+				}
+			}
+			return b
+		}})
 	}
 	// Only plugins that have started have a start time; a family without samples is
 	// left out.
