@@ -174,6 +174,11 @@ func (s *Session) handle(ctx context.Context, req *agentv1.CommandRequest) {
 		s.reject(ctx, req, reason)
 		return
 	}
+	if err := s.checkRequirements(req); err != nil {
+		// Refused, not run and not recorded: a repeat after an upgrade may run.
+		s.reject(ctx, req, err.Error())
+		return
+	}
 	c := &command{id: id, req: req, bytes: paramBytes(req.GetParameters())}
 	if ms := req.GetExpiresAt().GetMillisEpoch(); ms > 0 {
 		c.expiry = time.UnixMilli(ms)
@@ -211,13 +216,13 @@ func (s *Session) handle(ctx context.Context, req *agentv1.CommandRequest) {
 // answered.
 func (s *Session) maxInflight() int {
 	l := s.disp.Limits()
-	return l.PerPlugin*len(s.plugins) + l.QueueSize + maxWaiting + maxAnswering
+	return l.PerPlugin*len(s.o.Plugins.Plugins()) + l.QueueSize + maxWaiting + maxAnswering
 }
 
 // invalid returns why a command cannot run, or "".
 func (s *Session) invalid(req *agentv1.CommandRequest) string {
-	if !s.plugins[req.GetPlugin()] {
-		return "plugin not found: " + shown(req.GetPlugin())
+	if p := req.GetPlugin(); p != AgentPlugin && !s.o.Plugins.Has(p) {
+		return "plugin not found: " + shown(p)
 	}
 	switch a := req.GetAction(); {
 	case a == "":
@@ -284,7 +289,7 @@ func rejected(id, reason string) *agentv1.CommandResponse {
 
 // pluginLabel is the metrics label for a plugin name: known names only.
 func (s *Session) pluginLabel(name string) string {
-	if s.plugins[name] {
+	if name == AgentPlugin || s.o.Plugins.Has(name) {
 		return name
 	}
 	return metrics.OtherPlugin

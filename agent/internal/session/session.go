@@ -75,6 +75,9 @@ type Plugins interface {
 	dispatch.Executor
 	Describe(ctx context.Context, plugin string) (host.Manifest, error)
 	Plugins() []string
+	// Has says whether a plugin of that name is there now: the catalog may change
+	// while the agent runs.
+	Has(name string) bool
 	Status() []supervisor.Status
 }
 
@@ -123,6 +126,9 @@ type Options struct {
 	StopWait time.Duration
 	// Rand returns a uniform integer in [0, k); nil means math/rand/v2.
 	Rand func(k int64) int64
+	// InstallPlugin installs a build the fleet server delivers (plugin_install, the
+	// agent's own action); nil refuses such commands.
+	InstallPlugin InstallFunc
 }
 
 func (o *Options) defaults() {
@@ -162,13 +168,12 @@ func (e *RejectedError) Error() string {
 
 // Session is one agent's link to its fleet server.
 type Session struct {
-	o       Options
-	log     hclog.Logger
-	out     *outbox
-	spool   *spool
-	disp    *dispatch.Dispatcher
-	plugins map[string]bool // the plugin names of the plugin dir
-	start   time.Time
+	o     Options
+	log   hclog.Logger
+	out   *outbox
+	spool *spool
+	disp  *dispatch.Dispatcher
+	start time.Time
 
 	// life ends when Run has finished for good; pushes that wait for room give up.
 	life     context.Context
@@ -185,6 +190,22 @@ type Session struct {
 	stopping    bool
 	manifests   map[string]host.Manifest // last known, for Register
 	executedCnt atomic.Int64
+	// The connection and session the command stream runs on now (nil, "" between
+	// connections), for the agent's own actions that call the server.
+	curConn *grpc.ClientConn
+	curSID  string
+}
+
+func (s *Session) conn() *grpc.ClientConn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.curConn
+}
+
+func (s *Session) sid() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.curSID
 }
 
 // New returns a Session; Run connects it.
@@ -194,18 +215,14 @@ func New(o Options) *Session {
 		o:         o,
 		log:       o.Logger,
 		out:       newOutbox(outboxLimit),
-		plugins:   map[string]bool{},
 		inflight:  map[string]*command{},
 		manifests: map[string]host.Manifest{},
 		start:     time.Now(),
 	}
-	for _, n := range o.Plugins.Plugins() {
-		s.plugins[n] = true
-	}
 	if o.Dispatch.Audit == nil {
 		o.Dispatch.Audit = o.Logger // every fleet command's audit line, at info
 	}
-	s.disp = dispatch.New(o.Plugins, o.Dispatch)
+	s.disp = dispatch.New(executor{s}, o.Dispatch)
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.cmdCtx, s.cancel = context.WithCancel(context.Background())
 	return s
@@ -419,6 +436,14 @@ func (s *Session) connect(ctx context.Context) (registered bool, err error) {
 	}
 	s.o.Metrics.Connected(true)
 	defer s.o.Metrics.Connected(false)
+	s.mu.Lock()
+	s.curConn, s.curSID = conn, sid
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.curConn, s.curSID = nil, ""
+		s.mu.Unlock()
+	}()
 	s.log.Info("connected to the fleet server", "server", s.o.Server, "session", rows.Printable(sid))
 
 	var wg sync.WaitGroup
@@ -622,6 +647,10 @@ func (s *Session) confirm(sent time.Time) {
 // command stream decides whether the connection is up.
 func (s *Session) heartbeat(ctx context.Context, client agentv1.AgentServiceClient, sid string) {
 	last := time.Now()
+	// The registration told the server the plugins as they are now; a change (an
+	// upgrade, a rollback, a plugin added) goes out with the next probe, not the next
+	// heartbeat period.
+	plugins := s.pluginsTag()
 	t := time.NewTicker(min(s.o.Heartbeat, probeEvery))
 	defer t.Stop()
 	for {
@@ -630,21 +659,50 @@ func (s *Session) heartbeat(ctx context.Context, client agentv1.AgentServiceClie
 			return
 		case <-t.C:
 		}
-		if time.Since(last) < s.o.Heartbeat && !s.spool.unconfirmed() {
+		tags := s.statusTags()
+		if time.Since(last) < s.o.Heartbeat && !s.spool.unconfirmed() && tags[pluginsTag] == plugins {
 			continue
 		}
 		sent := time.Now()
 		last = sent
 		hctx, cancel := context.WithTimeout(ctx, min(s.o.Heartbeat, 30*time.Second))
-		_, err := client.Heartbeat(hctx, &agentv1.HeartbeatRequest{SessionId: sid, SentAt: now(), StatusTags: s.statusTags()})
+		_, err := client.Heartbeat(hctx, &agentv1.HeartbeatRequest{SessionId: sid, SentAt: now(), StatusTags: tags})
 		cancel()
 		switch {
 		case err == nil:
+			plugins = tags[pluginsTag]
 			s.confirm(sent)
 		case ctx.Err() == nil:
 			s.log.Warn("heartbeat failed", "error", rows.Printable(err.Error()))
 		}
 	}
+}
+
+// pluginsTag is the heartbeat's status tag that lists every plugin and the version it
+// runs (docs/fleet.md): this agent's own, which an upstream server keeps as one more
+// tag or ignores.
+const pluginsTag = "yuzu.plugins"
+
+// pluginsTag lists the plugins as `name=version` joined by commas, sorted by name:
+// the version the plugin's child said, else "unknown"; "refused" for a plugin that
+// may not run.
+func (s *Session) pluginsTag() string {
+	var b strings.Builder
+	for i, st := range s.o.Plugins.Status() {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		v := st.Version
+		switch {
+		case st.State == supervisor.StateRefused:
+			v = "refused"
+		case v == "":
+			v = "unknown"
+		}
+		// A version is the plugin's own text: it must not break the list apart.
+		b.WriteString(st.Name + "=" + strings.NewReplacer(",", "_", "=", "_").Replace(rows.Printable(v)))
+	}
+	return b.String()
 }
 
 // statusTags are the heartbeat's status fields.
@@ -678,5 +736,6 @@ func (s *Session) statusTags() map[string]string {
 		"yuzu.arch":               sysinfo.Arch(runtime.GOARCH),
 		"yuzu.agent_version":      s.o.AgentVersion,
 		"yuzu.healthy":            healthy,
+		pluginsTag:                s.pluginsTag(),
 	}
 }

@@ -266,6 +266,7 @@ func (fakePlugins) Describe(context.Context, string) (host.Manifest, error) {
 	return host.Manifest{Name: "p"}, nil
 }
 func (fakePlugins) Plugins() []string           { return []string{"p"} }
+func (fakePlugins) Has(name string) bool        { return name == "p" }
 func (fakePlugins) Status() []supervisor.Status { return nil }
 
 // The flood bound counts what the dispatcher admits as the dispatcher counts it (its
