@@ -6,9 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/yuzugo/yuzu/agent/trust"
 )
 
 // TestExecAgentErrors checks the answers to failures of the agent rather than the
@@ -78,7 +81,7 @@ func TestUsageErrors(t *testing.T) {
 		{"NaN timeout", append(dirs, "--timeout", "NaN", "exec", "tags", "count"), `--timeout "NaN": must be positive`},
 		{"parameter not UTF-8", append(dirs, "exec", "tags", "set", "key=a\xff"), "argument 8 is not valid UTF-8: key=a\ufffd"},
 		{"flag value not UTF-8", append(dirs, "--agent-id", "a\xffb", "exec", "tags", "count"), `flag --agent-id: value is not valid UTF-8`},
-		{"plugins add without file", append(dirs, "plugins", "add"), "plugins add needs exactly one FILE"},
+		{"plugins add without file", append(dirs, "plugins", "add"), "plugins add needs a FILE"},
 		{"describe without plugin", append(dirs, "describe"), "describe needs exactly one PLUGIN"},
 	}
 	for _, c := range cases {
@@ -192,19 +195,25 @@ func TestRefusedBinaries(t *testing.T) {
 			}
 		}, "group- or world-writable (mode 0757)"},
 		{"unlisted", func(t *testing.T, dir string) {
-			writeFile(t, filepath.Join(dir, "plugins.sha256"), built.sums[sleeperBin]+"  "+sleeperBin+"\n", 0o644)
-		}, "not listed in plugins.sha256 (add it with `yuzu-agent plugins add`)"},
+			writeFile(t, filepath.Join(dir, "catalog.json"), string(catalogOf(map[string]string{sleeperBin: built.sums[sleeperBin]})), 0o644)
+		}, "not in catalog.json (add it with `yuzu-agent plugins add`)"},
 		{"listed with another checksum", func(t *testing.T, dir string) {
-			writeFile(t, filepath.Join(dir, "plugins.sha256"), built.sums[sleeperBin]+"  "+tagsBin+"\n"+built.sums[sleeperBin]+"  "+sleeperBin+"\n", 0o644)
+			writeFile(t, filepath.Join(dir, "catalog.json"), string(catalogOf(map[string]string{tagsBin: built.sums[sleeperBin], sleeperBin: built.sums[sleeperBin]})), 0o644)
 		}, checksumMismatch},
-		{"no manifest", func(t *testing.T, dir string) {
-			if err := os.Remove(filepath.Join(dir, "plugins.sha256")); err != nil {
+		{"no catalog", func(t *testing.T, dir string) {
+			if err := os.Remove(filepath.Join(dir, "catalog.json")); err != nil {
 				t.Fatal(err)
 			}
-		}, "no plugins.sha256 in the plugin dir"},
-		{"bad manifest", func(t *testing.T, dir string) {
+		}, "no catalog.json in the plugin dir (nor a plugins.sha256 to make one from)"},
+		{"bad catalog", func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, "catalog.json"), "{\"format\":1,\"plugins\":{\"tags\":{\"file\":\"../yuzu-plugin-tags\"}}}\n", 0o644)
+		}, "unusable catalog: catalog.json: plugin \"tags\": file \"../yuzu-plugin-tags\" is not yuzu-plugin-tags or a build of it in store/tags/"},
+		{"bad old manifest", func(t *testing.T, dir string) {
+			if err := os.Remove(filepath.Join(dir, "catalog.json")); err != nil {
+				t.Fatal(err)
+			}
 			writeFile(t, filepath.Join(dir, "plugins.sha256"), "not a checksum line\n", 0o644)
-		}, "unusable manifest: plugins.sha256 line 1: want `<sha256 hex>  <file name>`"},
+		}, "unusable catalog: plugins.sha256 line 1: want `<sha256 hex>  <file name>`"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -219,7 +228,11 @@ func TestRefusedBinaries(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				reason = "SHA-256 " + sum + " does not match plugins.sha256; if you trust this binary, run `yuzu-agent plugins add " + path + "`"
+				want := built.sums[tagsBin]
+				if c.name == "listed with another checksum" {
+					want = built.sums[sleeperBin]
+				}
+				reason = "SHA-256 " + sum + " does not match catalog.json (" + want + "); if you trust this binary, run `yuzu-agent plugins add " + path + "`"
 			}
 			w.expect(agentError("plugin binary "+path+" refused: "+reason), 1, "tags", "count")
 			if c.name == "unlisted" || c.name == "tampered" || c.name == "group-writable" || c.name == "world-writable" {
@@ -263,8 +276,8 @@ func TestJunkInPluginDir(t *testing.T) {
 	}
 	rows := tableRows(r.stdout)
 	for name, state := range map[string]string{"tags": "running", "foo-bar": "refused", "adir": "refused"} {
-		// NAME VERSION PROTOCOL STATE ...
-		if rows[name] == nil || rows[name][3] != state {
+		// NAME VERSION PROTOCOL TRUST STATE ...
+		if rows[name] == nil || rows[name][4] != state {
 			t.Errorf("plugins: want %s %s, have %v\n%s", name, state, rows[name], r.stdout)
 		}
 	}
@@ -296,19 +309,19 @@ func TestPluginsList(t *testing.T) {
 		t.Fatalf("plugins: want exit 0:\n%s", r)
 	}
 	lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
-	if len(lines) != 4 || strings.Join(strings.Fields(lines[0]), " ") != "NAME VERSION PROTOCOL STATE RESTARTS LAST ERROR MEMORY PEAK/LIMIT TASKS PEAK/LIMIT CPU LIMIT ACTIONS" {
+	if len(lines) != 4 || strings.Join(strings.Fields(lines[0]), " ") != "NAME VERSION PROTOCOL TRUST STATE RESTARTS LAST ERROR MEMORY PEAK/LIMIT TASKS PEAK/LIMIT CPU LIMIT ACTIONS" {
 		t.Fatalf("plugins: want a header and three rows:\n%s", r.stdout)
 	}
 	want := [][]string{
-		{"crasher", "0.0.1", "1", "running", "0", "-", "ok,crash,kill,panic,log"},
-		{"sleeper", "0.0.1", "1", "running", "0", "-", "ok,sleep,sleep_ctx,rows,env,active,pid"},
-		{"tags", "0.1.0", "1", "running", "0", "-", "set,get,get_all,delete,check,clear,count"},
+		{"crasher", "0.0.1", "1", "unsigned", "running", "0", "-", "ok,crash,kill,panic,log"},
+		{"sleeper", "0.0.1", "1", "unsigned", "running", "0", "-", "ok,sleep,sleep_ctx,rows,env,active,pid"},
+		{"tags", "0.1.0", "1", "unsigned", "running", "0", "-", "set,get,get_all,delete,check,clear,count"},
 	}
 	// The resource columns between LAST ERROR and ACTIONS: a memory peak over the
 	// 512 MiB default, a task peak ("-" where the kernel keeps none) over 256, 1 CPU;
 	// a limit this machine cannot enforce is "none", and so is each column where it
 	// cannot box plugins at all.
-	row := regexp.MustCompile(`^(\S+) +(\S+) +(\S+) +(\S+) +(\S+) +(\S+) +(?:(?:[0-9]+ MiB|-)/(?:512 MiB|none)|none) +(?:(?:[0-9]+|-)/(?:256|none)|none) +(?:1|none) +(\S+)$`)
+	row := regexp.MustCompile(`^(\S+) +(\S+) +(\S+) +(\S+) +(\S+) +(\S+) +(\S+) +(?:(?:[0-9]+ MiB|-)/(?:512 MiB|none)|none) +(?:(?:[0-9]+|-)/(?:256|none)|none) +(?:1|none) +(\S+)$`)
 	for i, fields := range want {
 		m := row.FindStringSubmatch(lines[i+1])
 		if m == nil || strings.Join(m[1:], " ") != strings.Join(fields, " ") {
@@ -338,8 +351,9 @@ func TestPluginsList(t *testing.T) {
 	}
 }
 
-// TestPluginsAdd: a third-party plugin (the SDK's hello example) is trusted with
-// `plugins add` and then runs; a file that is not a plugin is not added.
+// TestPluginsAdd: a third-party plugin (the SDK's hello example) is installed with
+// `plugins add` and then runs; what is not a working plugin is refused and leaves the
+// plugin dir as it was; remove takes it away again.
 func TestPluginsAdd(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, tagsBin)
@@ -349,14 +363,18 @@ func TestPluginsAdd(t *testing.T) {
 	}
 	w.expect(agentError("plugin not found: hello"), 1, "hello", "greet", "name=x")
 	r := runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins", "add", elsewhere)
-	dest := filepath.Join(w.pluginDir, helloBin)
-	wantOut := "added " + dest + ": hello 1.0.0, 2 actions, 2 definitions, sha256 " + built.sums[helloBin] + "\n"
+	sum := built.sums[helloBin]
+	build := "hello 1.0.0 (sha256 " + sum[:12] + ")"
+	wantOut := "added " + build + " (new), unsigned, 2 actions, 2 definitions\n" +
+		"no running agent answers at " + filepath.Join(w.dataDir, "run", "agent.sock") + ": the change takes effect when the plugins next start\n"
 	if r.code != 0 || r.stdout != wantOut {
 		t.Fatalf("plugins add: want %q:\n%s", wantOut, r)
 	}
-	manifest := readFile(t, filepath.Join(w.pluginDir, "plugins.sha256"))
-	if !strings.Contains(manifest, built.sums[helloBin]+"  "+helloBin+"\n") || !strings.Contains(manifest, built.sums[tagsBin]+"  "+tagsBin+"\n") {
-		t.Errorf("manifest after add:\n%s", manifest)
+	cat := readCatalog(t, w.pluginDir)
+	dest := filepath.Join(w.pluginDir, "store", "hello", sum[:16], helloBin)
+	if e := cat.Entry("hello"); e == nil || e.SHA256 != sum || e.Version != "1.0.0" || e.Protocol != 1 || e.File != "store/hello/"+sum[:16]+"/"+helloBin ||
+		e.OS != runtime.GOOS || e.Arch != runtime.GOARCH || e.Publisher != "" || cat.Entry("tags") == nil {
+		t.Errorf("catalog after add: %+v", e)
 	}
 	if fi, err := os.Stat(dest); err != nil || fi.Mode().Perm() != 0o755 {
 		t.Errorf("added binary: %v %v", fi, err)
@@ -364,26 +382,40 @@ func TestPluginsAdd(t *testing.T) {
 	w.expect("greeting|Hello, x!\n"+undeclared, 0, "hello", "greet", "name=x")
 	w.expect("count|0\n"+undeclared, 0, "tags", "count")
 
-	// Adding the file already in the plugin dir again is harmless.
-	r = runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins", "add", dest)
-	if r.code != 0 || r.stdout != wantOut {
-		t.Errorf("plugins add again: want %q:\n%s", wantOut, r)
+	// The same build again changes nothing.
+	r = runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins", "add", elsewhere)
+	if r.code != 0 || r.stdout != build+" is installed already\n" {
+		t.Errorf("plugins add again:\n%s", r)
 	}
 
-	// A program that is not a yuzu plugin is refused and the manifest is unchanged.
+	before := readFile(t, filepath.Join(w.pluginDir, "catalog.json"))
+	unchanged := func(what string) {
+		t.Helper()
+		if after := readFile(t, filepath.Join(w.pluginDir, "catalog.json")); after != before {
+			t.Errorf("%s changed the catalog:\n%s", what, after)
+		}
+		if builds, _ := os.ReadDir(filepath.Join(w.pluginDir, "store")); len(builds) != 1 {
+			t.Errorf("%s left a build in the store: %v", what, builds)
+		}
+	}
+	// A program that is no yuzu plugin is refused after its trial start.
 	fake := filepath.Join(t.TempDir(), "yuzu-plugin-fake")
-	writeFile(t, fake, "#!/bin/sh\nexit 0\n", 0o755)
-	before := readFile(t, filepath.Join(w.pluginDir, "plugins.sha256"))
+	if err := copyFile("/bin/true", fake, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	r = runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins", "add", fake)
-	if r.code != 1 || !strings.Contains(r.stderr, "does not work as a yuzu plugin; the plugin dir is unchanged") {
+	if r.code != 1 || !strings.Contains(r.stderr, fake+": the plugin dir is unchanged: yuzu-plugin-fake does not work as a yuzu plugin") {
 		t.Errorf("plugins add of a non-plugin: want exit 1 and why:\n%s", r)
 	}
-	if after := readFile(t, filepath.Join(w.pluginDir, "plugins.sha256")); after != before {
-		t.Errorf("manifest changed by a failed add:\n%s", after)
+	unchanged("a failed add")
+	// A script is refused before it runs at all.
+	script := filepath.Join(t.TempDir(), "yuzu-plugin-script")
+	writeFile(t, script, "#!/bin/sh\nexit 0\n", 0o755)
+	r = runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins", "add", script)
+	if r.code != 1 || !strings.Contains(r.stderr, "not an executable this agent knows (ELF, PE or Mach-O)") {
+		t.Errorf("plugins add of a script:\n%s", r)
 	}
-	if _, err := os.Lstat(filepath.Join(w.pluginDir, "yuzu-plugin-fake")); err == nil {
-		t.Error("a refused add left its binary in the plugin dir")
-	}
+	unchanged("a script")
 	// A plugin whose definitions disagree with its declarations is refused, naming the
 	// field, and leaves nothing behind.
 	mm := filepath.Join(t.TempDir(), mismatchBin)
@@ -391,34 +423,39 @@ func TestPluginsAdd(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins", "add", mm)
-	if r.code != 1 || !strings.Contains(r.stderr, "mismatch 0.0.1: its definitions disagree with its declarations; the plugin dir is unchanged:\n"+
+	if r.code != 1 || !strings.Contains(r.stderr, "mismatch 0.0.1 cannot be installed:\n  its definitions disagree with its declarations:\n"+
 		"  test.mismatch.echo: spec.parameters.name.maxLength: definition says 20, plugin declares 10") {
 		t.Errorf("plugins add of a plugin with disagreeing definitions: want exit 1 and the field:\n%s", r)
 	}
-	if after := readFile(t, filepath.Join(w.pluginDir, "plugins.sha256")); after != before {
-		t.Errorf("manifest changed by a refused add:\n%s", after)
-	}
-	if _, err := os.Lstat(filepath.Join(w.pluginDir, mismatchBin)); err == nil {
-		t.Error("a refused add left its binary in the plugin dir")
-	}
-	// remove stops trusting a plugin and takes its binary away.
+	unchanged("a refused add")
+	// remove stops trusting a plugin and takes its build away.
 	r = runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins", "remove", "hello")
-	if r.code != 0 || r.stdout != "removed "+dest+"\n" {
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "removed "+build+"\n") {
 		t.Errorf("plugins remove hello:\n%s", r)
 	}
-	if _, err := os.Lstat(dest); err == nil || strings.Contains(readFile(t, filepath.Join(w.pluginDir, "plugins.sha256")), helloBin) {
-		t.Error("plugins remove left the binary or its manifest line")
+	if _, err := os.Lstat(dest); err == nil || readCatalog(t, w.pluginDir).Entry("hello") != nil {
+		t.Error("plugins remove left the build or its entry")
 	}
 	w.expect(agentError("plugin not found: hello"), 1, "hello", "greet", "name=x")
 	r = runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins", "remove", "hello")
-	if r.code != 1 || !strings.Contains(r.stderr, "no plugin hello is listed in") {
+	if r.code != 1 || !strings.Contains(r.stderr, "no plugin hello is in") {
 		t.Errorf("plugins remove of an unlisted plugin: want exit 1:\n%s", r)
 	}
 	// A file not named like a plugin binary is refused up front.
 	r = runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "plugins", "add", binPath(agentBin))
-	if r.code != 1 || !strings.Contains(r.stderr, "must start with yuzu-plugin-") {
+	if r.code != 1 || !strings.Contains(r.stderr, "a plugin binary's name is yuzu-plugin-NAME") {
 		t.Errorf("plugins add of a misnamed file: want exit 1:\n%s", r)
 	}
+}
+
+// readCatalog reads a plugin dir's catalog.
+func readCatalog(t testing.TB, dir string) *trust.Catalog {
+	t.Helper()
+	c, err := trust.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // TestDescribeFirewallMechanism: `describe firewall` names the mechanism this host

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/yuzugo/yuzu/agent/trust"
 )
 
 // TestExecPluginFailures: a plugin that crashes, panics or hangs during a command ends
@@ -313,14 +315,18 @@ func TestExecStartFailures(t *testing.T) {
 	})
 }
 
+// appendManifest pins one more binary of the plugin dir in its catalog.
 func appendManifest(t *testing.T, dir, sum, file string) {
 	t.Helper()
-	path := filepath.Join(dir, "plugins.sha256")
-	writeFile(t, path, readFile(t, path)+sum+"  "+file+"\n", 0o644)
+	c := readCatalog(t, dir)
+	name, _ := trust.PluginName(file)
+	c.Plugins[name] = &trust.Entry{File: file, SHA256: sum}
+	writeFile(t, trust.Path(dir), string(c.Marshal()), 0o644)
 }
 
-// TestManifestFormats: plugins.sha256 as sha256sum writes it in text or binary mode,
-// with comments, blank lines and CRLF line ends.
+// TestManifestFormats: the plugins.sha256 of an older agent, as sha256sum writes it
+// in text or binary mode, with comments, blank lines and CRLF line ends, is made into
+// the catalog at the first start (and said so), and its plugins run.
 func TestManifestFormats(t *testing.T) {
 	t.Parallel()
 	sum := built.sums[tagsBin]
@@ -334,8 +340,24 @@ func TestManifestFormats(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			w := newWorld(t, tagsBin)
+			if err := os.Remove(trust.Path(w.pluginDir)); err != nil {
+				t.Fatal(err)
+			}
 			writeFile(t, filepath.Join(w.pluginDir, "plugins.sha256"), manifest, 0o644)
-			w.expect("count|0\n"+undeclared, 0, "tags", "count")
+			r := w.exec("tags", "count")
+			if r.code != 0 || r.stdout != "count|0\n"+undeclared || !strings.Contains(r.stderr, "was made from plugins.sha256 (1 plugins") {
+				t.Errorf("the first start:\n%s", r)
+			}
+			if e := readCatalog(t, w.pluginDir).Entry("tags"); e == nil || e.SHA256 != sum || e.File != tagsBin {
+				t.Errorf("migrated entry %+v", e)
+			}
+			if _, err := os.Stat(filepath.Join(w.pluginDir, "plugins.sha256.migrated")); err != nil {
+				t.Errorf("the old manifest was not kept aside: %v", err)
+			}
+			// Said once: the next start reads the catalog.
+			if r := w.exec("tags", "count"); r.code != 0 || strings.Contains(r.stderr, "plugins.sha256") {
+				t.Errorf("the second start:\n%s", r)
+			}
 		})
 	}
 }

@@ -123,7 +123,7 @@ func runWriter(role string) int {
 		if err != nil {
 			return fail(err)
 		}
-		if err := os.WriteFile(filepath.Join(stagedDir, "plugins.sha256"), []byte(sum+"  "+filepath.Base(target)+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(stagedDir, "catalog.json"), catalogOf(map[string]string{filepath.Base(target): sum}), 0o644); err != nil {
 			return fail(err)
 		}
 		step = func() {
@@ -238,7 +238,7 @@ func newUnprivTree(t *testing.T) *unprivTree {
 		// A copy: one test gives it to nobody, which must not touch the built binary.
 		func() error { return copyFile(binPath(tagsBin), tr.target, 0o755) },
 		func() error {
-			return writeExact(filepath.Join(tr.dir, "plugins.sha256"), []byte(built.sums[tagsBin]+"  "+tagsBin+"\n"), 0o644)
+			return writeExact(filepath.Join(tr.dir, "catalog.json"), catalogOf(map[string]string{tagsBin: built.sums[tagsBin]}), 0o644)
 		},
 		func() error { return copyFile(binPath(sleeperBin), tr.source, 0o644) },
 		func() error { return linkOrCopy(self, tr.self, 0o755) },
@@ -476,7 +476,7 @@ func TestVerifiedBytesRun(t *testing.T) {
 		for _, e := range ents {
 			names = append(names, e.Name())
 		}
-		if strings.Join(names, ",") != "plugins.sha256,"+tagsBin {
+		if strings.Join(names, ",") != "catalog.json,"+tagsBin {
 			t.Errorf("plugin dir holds %v", names)
 		}
 	})
@@ -541,7 +541,7 @@ func TestVerifiedBytesRun(t *testing.T) {
 		if err := linkOrCopy(binPath(sleeperBin), hold, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		writeFile(t, filepath.Join(dir, "plugins.sha256"), built.sums[tagsBin]+"  "+tagsBin+"\n", 0o644)
+		writeFile(t, filepath.Join(dir, "catalog.json"), string(catalogOf(map[string]string{tagsBin: built.sums[tagsBin]})), 0o644)
 
 		// The swapper exchanges the two names atomically (RENAME_EXCHANGE), so the
 		// path always holds a complete, root-owned 0755 binary: the tags plugin or the
@@ -581,7 +581,7 @@ func TestVerifiedBytesRun(t *testing.T) {
 		}
 		// A refusal must have hashed exactly the other plugin (never a torn mix), and
 		// both outcomes must have happened, or the race was not run.
-		want := "SHA-256 " + built.sums[sleeperBin] + " does not match plugins.sha256; if you trust this binary, run `yuzu-agent plugins add " + target + "`"
+		want := "SHA-256 " + built.sums[sleeperBin] + " does not match catalog.json (" + built.sums[tagsBin] + "); if you trust this binary, run `yuzu-agent plugins add " + target + "`"
 		if len(tally.reasons) > 0 && (len(tally.reasons) != 1 || tally.reasons[0] != want) {
 			t.Errorf("refusal reasons %q, want only %q", tally.reasons, want)
 		}
@@ -634,7 +634,7 @@ func overwriteDuringStarts(t *testing.T, starts int) (*startTally, map[string]in
 		t.Fatal(err)
 	}
 	writeFile(t, target, string(tagsBytes), 0o755)
-	writeFile(t, filepath.Join(dir, "plugins.sha256"), built.sums[tagsBin]+"  "+tagsBin+"\n", 0o644)
+	writeFile(t, filepath.Join(dir, "catalog.json"), string(catalogOf(map[string]string{tagsBin: built.sums[tagsBin]})), 0o644)
 
 	var stop atomic.Bool
 	var mu sync.Mutex
@@ -778,9 +778,19 @@ func TestSpecialFilesAtAgentPaths(t *testing.T) {
 			func(_ *world, kind, path, msg string) bool {
 				return msg == "agent id file: "+path+" is "+article[kind]+": not a regular file"
 			}},
-		{"plugins.sha256", func(w *world) string { return filepath.Join(w.pluginDir, "plugins.sha256") },
+		{"catalog.json", func(w *world) string { return filepath.Join(w.pluginDir, "catalog.json") },
 			func(w *world, _, path, msg string) bool {
-				return strings.HasPrefix(msg, "plugin binary "+filepath.Join(w.pluginDir, tagsBin)+" refused: unusable manifest: ") && strings.Contains(msg, path)
+				return strings.HasPrefix(msg, "plugin binary "+filepath.Join(w.pluginDir, tagsBin)+" refused: unusable catalog: ") && strings.Contains(msg, path)
+			}},
+		// The manifest of older agents, read once to make the catalog.
+		{"plugins.sha256", func(w *world) string {
+			if err := os.Remove(filepath.Join(w.pluginDir, "catalog.json")); err != nil {
+				panic(err)
+			}
+			return filepath.Join(w.pluginDir, "plugins.sha256")
+		},
+			func(w *world, _, path, msg string) bool {
+				return strings.HasPrefix(msg, "plugin binary "+filepath.Join(w.pluginDir, tagsBin)+" refused: unusable catalog: ") && strings.Contains(msg, path)
 			}},
 		{tagsBin, func(w *world) string { return filepath.Join(w.pluginDir, tagsBin) },
 			func(_ *world, kind, path, msg string) bool {

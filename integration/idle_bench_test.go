@@ -119,7 +119,7 @@ func treeRSSMiB(b *testing.B, pid int) (float64, int) {
 // waitIdle polls `status` until the plugin is idle (its child gone).
 func waitIdle(b *testing.B, f *fleet, plugin string) {
 	b.Helper()
-	re := regexp.MustCompile(`(?m)^` + plugin + ` +\S+ +idle +- `)
+	re := regexp.MustCompile(`(?m)^` + plugin + ` +\S+ +\S+ +idle +- `)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		r := runAgent(b, nil, "--data-dir", f.w.dataDir, "status")

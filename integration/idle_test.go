@@ -53,19 +53,19 @@ func TestFleetLazyStartAndIdleStop(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
-	waitStatus("at start", `(?m)^tags +\S+ +idle +- +0 +`, `(?m)^sleeper +\S+ +idle +- +0 +`)
+	waitStatus("at start", `(?m)^tags +\S+ +\S+ +idle +- +0 +`, `(?m)^sleeper +\S+ +\S+ +idle +- +0 +`)
 
 	ctx := testCtx(t, 120*time.Second)
 	expectResult(t, f.do(t, ctx, command("c1", "tags", "count")), success, 0, "count|0")
-	out := waitStatus("after a command", `(?m)^sleeper +\S+ +idle +- +0 +`)
+	out := waitStatus("after a command", `(?m)^sleeper +\S+ +\S+ +idle +- +0 +`)
 	// The tags child may already be idle again on a slow machine; it must never
 	// have been counted as a crash.
-	if !regexp.MustCompile(`(?m)^tags +\S+ +(running +\d+|idle +-) +0 +`).MatchString(out) {
+	if !regexp.MustCompile(`(?m)^tags +\S+ +\S+ +(running +\d+|idle +-) +0 +`).MatchString(out) {
 		t.Errorf("tags after its first command:\n%s", out)
 	}
-	waitStatus("after the idle period", `(?m)^tags +\S+ +idle +- +0 +`)
+	waitStatus("after the idle period", `(?m)^tags +\S+ +\S+ +idle +- +0 +`)
 	expectResult(t, f.do(t, ctx, command("c2", "tags", "count")), success, 0, "count|0")
-	waitStatus("after the second idle period", `(?m)^tags +\S+ +idle +- +0 +`, `(?m)^sleeper +\S+ +idle +- +0 +`)
+	waitStatus("after the second idle period", `(?m)^tags +\S+ +\S+ +idle +- +0 +`, `(?m)^sleeper +\S+ +\S+ +idle +- +0 +`)
 	if code := a.stop(t); code != 0 {
 		t.Fatalf("agent exit %d\n%s", code, a.stderr.String())
 	}

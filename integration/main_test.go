@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/yuzugo/yuzu/agent/trust"
 )
 
 // Names of the binaries TestMain builds, as they are called inside a plugin dir.
@@ -56,8 +58,8 @@ var builds = map[string]string{
 	testserverBin: "./integration/cmd/yuzu-testserver",
 }
 
-// built describes the binaries of this run. binDir also holds plugins.sha256 listing
-// every plugin binary in it.
+// built describes the binaries of this run. binDir also holds a catalog listing every
+// plugin binary in it.
 var built struct {
 	root   string // repository root
 	binDir string
@@ -142,7 +144,7 @@ func usePrebuilt(dir string) error {
 }
 
 // buildAll builds every binary into dir with one `go build` (the workspace resolves
-// the sibling modules), names them as the agent expects, and writes plugins.sha256.
+// the sibling modules), names them as the agent expects, and writes their catalog.
 func buildAll(dir string) error {
 	wd, err := os.Getwd()
 	if err != nil {
@@ -175,7 +177,7 @@ func buildAll(dir string) error {
 	}
 	fmt.Fprintf(os.Stderr, "integration: built %d binaries in %s\n", len(names), time.Since(start).Round(time.Millisecond))
 	built.sums = map[string]string{}
-	var manifest bytes.Buffer
+	plugins := map[string]string{}
 	for _, n := range names {
 		out := filepath.Join(dir, filepath.Base(builds[n]))
 		final := filepath.Join(dir, n)
@@ -193,10 +195,21 @@ func buildAll(dir string) error {
 		}
 		built.sums[n] = sum
 		if n != agentBin && n != testserverBin {
-			fmt.Fprintf(&manifest, "%s  %s\n", sum, n)
+			plugins[n] = sum
 		}
 	}
-	return os.WriteFile(filepath.Join(dir, "plugins.sha256"), manifest.Bytes(), 0o644)
+	return os.WriteFile(trust.Path(dir), catalogOf(plugins), 0o644)
+}
+
+// catalogOf is a plugin catalog listing binaries at the top of a plugin dir (file name
+// -> hex SHA-256), pinned by checksum as `plugins pin` and make build record them.
+func catalogOf(files map[string]string) []byte {
+	c := &trust.Catalog{Plugins: map[string]*trust.Entry{}}
+	for file, sum := range files {
+		name, _ := trust.PluginName(file)
+		c.Plugins[name] = &trust.Entry{File: file, SHA256: sum}
+	}
+	return c.Marshal()
 }
 
 func fileSHA256(path string) (string, error) {
@@ -216,7 +229,7 @@ func fileSHA256(path string) (string, error) {
 func binPath(name string) string { return filepath.Join(built.binDir, name) }
 
 // pluginDir makes a fresh plugin dir holding the named plugin binaries (file names
-// such as tagsBin) and a plugins.sha256 listing them. The binaries are hard links to
+// such as tagsBin) and a catalog listing them. The binaries are hard links to
 // the built ones: a test that changes a binary's bytes or mode must use
 // copyPluginDir instead, or it would change every other test's binary too.
 func pluginDir(t testing.TB, names ...string) string {
@@ -236,7 +249,7 @@ func makePluginDir(t testing.TB, copyFiles bool, names ...string) string {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var manifest strings.Builder
+	listed := map[string]string{}
 	for _, n := range names {
 		sum, ok := built.sums[n]
 		if !ok {
@@ -252,9 +265,9 @@ func makePluginDir(t testing.TB, copyFiles bool, names ...string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(&manifest, "%s  %s\n", sum, n)
+		listed[n] = sum
 	}
-	writeFile(t, filepath.Join(dir, "plugins.sha256"), manifest.String(), 0o644)
+	writeFile(t, trust.Path(dir), string(catalogOf(listed)), 0o644)
 	return dir
 }
 

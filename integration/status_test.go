@@ -37,12 +37,12 @@ func TestStatusOfARunningAgent(t *testing.T) {
 		`(?m)^agent: +\S+ \(commit \S+\), pid \d+, up since \S+$`,
 		`(?m)^server: +` + regexp.QuoteMeta(f.srv.Addr()) + `, connected, \d+ reconnects$`,
 		`(?m)^queue: +0 commands waiting or running$`,
-		`(?m)^PLUGIN +VERSION +STATE +PID +RESTARTS +LAST ERROR +MEMORY PEAK/LIMIT +TASKS PEAK/LIMIT +CPU LIMIT$`,
+		`(?m)^PLUGIN +VERSION +TRUST +STATE +PID +RESTARTS +ROLLBACKS +LAST ERROR +MEMORY PEAK/LIMIT +TASKS PEAK/LIMIT +CPU LIMIT$`,
 		// Idle: run learnt their actions at start and stopped them (the default
 		// --idle-stop); a command starts them again. The pid shows until the
 		// stopping child has exited.
-		`(?m)^sleeper +\S+ +idle +(-|\d+) +0 +- +`,
-		`(?m)^tags +\S+ +idle +(-|\d+) +0 +- +`,
+		`(?m)^sleeper +\S+ +unsigned +idle +(-|\d+) +0 +0 +- +`,
+		`(?m)^tags +\S+ +unsigned +idle +(-|\d+) +0 +0 +- +`,
 	} {
 		if !regexp.MustCompile(want).MatchString(r.stdout) {
 			t.Errorf("status lacks %s:\n%s", want, r.stdout)

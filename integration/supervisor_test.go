@@ -443,7 +443,7 @@ func TestSupervisorErrors(t *testing.T) {
 	o = execute(context.Background(), s.Execute, supervisor.Request{Plugin: "sleeper", Command: host.Command{Action: "ok"}})
 	var refused *supervisor.RefusedError
 	if !errors.As(o.err, &refused) || refused.Path != filepath.Join(dir, sleeperBin) ||
-		!strings.Contains(refused.Reason, "does not match plugins.sha256; if you trust this binary, run `yuzu-agent plugins add "+filepath.Join(dir, sleeperBin)+"`") {
+		!strings.Contains(refused.Reason, "does not match catalog.json ("+built.sums[sleeperBin]+"); if you trust this binary, run `yuzu-agent plugins add "+filepath.Join(dir, sleeperBin)+"`") {
 		t.Errorf("tampered binary: %s", o)
 	}
 	if st := statusOf(t, s, "sleeper"); st.State != supervisor.StateRefused {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/yuzugo/yuzu/agent/fleetpb/agentv1"
 	"github.com/yuzugo/yuzu/agent/fleetpb/commonv1"
+	"github.com/yuzugo/yuzu/agent/fleetpb/deliveryv1"
 )
 
 // SessionHeader is the metadata key of the session id on Subscribe.
@@ -54,7 +55,6 @@ type Server struct {
 	grpc      *grpc.Server
 	sessions  map[string]bool
 	agentOf   map[string]string // session id -> agent id
-	subAgent  string            // the agent id of the open Subscribe stream
 	regs      []*agentv1.RegisterRequest
 	accepted  int
 	pending   int
@@ -62,8 +62,11 @@ type Server struct {
 	responses map[string][]*agentv1.CommandResponse
 	order     []string // command ids in order of their first response
 	terminal  map[string]chan struct{}
-	sub       *subscriber
-	changed   chan struct{} // closed and replaced whenever anything is recorded
+	subs      map[string]*subscriber // agent id -> its open Subscribe stream
+	last      string                 // the agent that subscribed last: Send's target
+	plugins   map[string]string      // agent id -> its heartbeat's yuzu.plugins tag
+	published map[buildKey]*Build    // plugin builds agents may download (delivery.go)
+	changed   chan struct{}          // closed and replaced whenever anything is recorded
 }
 
 // subscriber is one agent's open Subscribe stream.
@@ -80,6 +83,9 @@ func Start(addr string, o Options) (*Server, error) {
 		agentOf:   map[string]string{},
 		responses: map[string][]*agentv1.CommandResponse{},
 		terminal:  map[string]chan struct{}{},
+		subs:      map[string]*subscriber{},
+		plugins:   map[string]string{},
+		published: map[buildKey]*Build{},
 		changed:   make(chan struct{}),
 	}
 	if err := s.listen(addr); err != nil {
@@ -112,6 +118,7 @@ func (s *Server) listen(addr string) error {
 	}
 	g := grpc.NewServer(opts...)
 	agentv1.RegisterAgentServiceServer(g, &service{s: s})
+	deliveryv1.RegisterPluginDeliveryServiceServer(g, &delivery{s: s})
 	s.mu.Lock()
 	s.grpc, s.addr = g, l.Addr().String()
 	s.mu.Unlock()
@@ -182,7 +189,59 @@ func (s *Server) WaitAccepted(ctx context.Context, n int) (*agentv1.RegisterRequ
 
 // WaitSubscribed waits until an agent holds a Subscribe stream.
 func (s *Server) WaitSubscribed(ctx context.Context) error {
-	return s.wait(ctx, func() bool { return s.sub != nil })
+	return s.wait(ctx, func() bool { return len(s.subs) > 0 })
+}
+
+// WaitAgents waits until n different agents hold a Subscribe stream each.
+func (s *Server) WaitAgents(ctx context.Context, n int) error {
+	if err := s.wait(ctx, func() bool { return len(s.subs) >= n }); err != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return fmt.Errorf("waiting for %d subscribed agents (have %d): %w", n, len(s.subs), err)
+	}
+	return nil
+}
+
+// Plugins returns the plugins and versions an agent runs, as its last heartbeat said
+// (the yuzu.plugins tag), else as its last registration did.
+func (s *Server) Plugins(agentID string) map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]string{}
+	if tag, ok := s.plugins[agentID]; ok {
+		for _, kv := range strings.Split(tag, ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	for i := len(s.regs) - 1; i >= 0; i-- {
+		if s.regs[i].GetInfo().GetAgentId() == agentID {
+			for _, p := range s.regs[i].GetInfo().GetPlugins() {
+				out[p.GetName()] = p.GetVersion()
+			}
+			break
+		}
+	}
+	return out
+}
+
+// WaitPlugin waits until an agent reports running a plugin at a version.
+func (s *Server) WaitPlugin(ctx context.Context, agentID, plugin, version string) error {
+	for {
+		if s.Plugins(agentID)[plugin] == version {
+			return nil
+		}
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("agent %s: %s is %q, want %s: %w", agentID, plugin, s.Plugins(agentID)[plugin], version, ctx.Err())
+		}
+	}
 }
 
 // Agent is one agent the server has accepted, as its last registration describes it.
@@ -207,7 +266,7 @@ func (s *Server) Agents() []Agent {
 		if !accepted[id] {
 			continue
 		}
-		a := Agent{Registration: reg, Subscribed: s.sub != nil && s.subAgent == id}
+		a := Agent{Registration: reg, Subscribed: s.subs[id] != nil}
 		if i, seen := at[id]; seen {
 			out[i] = a
 			continue
@@ -230,11 +289,31 @@ func (s *Server) WaitHeartbeats(ctx context.Context, n int) error {
 	return s.wait(ctx, func() bool { return len(s.heartbeat) >= n })
 }
 
-// Send pushes a command to the connected agent, waiting for one to connect.
+// Send pushes a command to the connected agent (the one that subscribed last),
+// waiting for one to connect.
 func (s *Server) Send(ctx context.Context, cmd *agentv1.CommandRequest) error {
+	return s.send(ctx, "", cmd)
+}
+
+// SendTo pushes a command to one agent, waiting for it to connect.
+func (s *Server) SendTo(ctx context.Context, agentID string, cmd *agentv1.CommandRequest) error {
+	return s.send(ctx, agentID, cmd)
+}
+
+func (s *Server) send(ctx context.Context, agentID string, cmd *agentv1.CommandRequest) error {
 	for {
 		var sub *subscriber
-		if err := s.wait(ctx, func() bool { sub = s.sub; return sub != nil }); err != nil {
+		if err := s.wait(ctx, func() bool {
+			id := agentID
+			if id == "" {
+				id = s.last
+			}
+			sub = s.subs[id]
+			return sub != nil
+		}); err != nil {
+			if agentID != "" {
+				return fmt.Errorf("agent %s not subscribed: %w", agentID, err)
+			}
 			return fmt.Errorf("no agent subscribed: %w", err)
 		}
 		select {
@@ -403,6 +482,9 @@ func (v *service) Heartbeat(_ context.Context, req *agentv1.HeartbeatRequest) (*
 		return nil, status.Error(codes.Unauthenticated, "unknown session")
 	}
 	s.heartbeat = append(s.heartbeat, req)
+	if tag, ok := req.GetStatusTags()["yuzu.plugins"]; ok {
+		s.plugins[s.agentOf[req.GetSessionId()]] = tag
+	}
 	s.notify()
 	return &agentv1.HeartbeatResponse{Acknowledged: true, ServerTime: &commonv1.Timestamp{MillisEpoch: time.Now().UnixMilli()}}, nil
 }
@@ -419,14 +501,17 @@ func (v *service) Subscribe(stream agentv1.AgentService_SubscribeServer) error {
 	}
 	sub := &subscriber{out: make(chan *agentv1.CommandRequest), done: make(chan struct{})}
 	s.mu.Lock()
-	s.sub, s.subAgent = sub, s.agentOf[ids[0]]
+	agent := s.agentOf[ids[0]]
+	s.subs[agent], s.last = sub, agent
+	// A new registration tells the plugins anew: the heartbeat's word is older.
+	delete(s.plugins, agent)
 	s.notify()
 	s.mu.Unlock()
 	defer func() {
 		close(sub.done)
 		s.mu.Lock()
-		if s.sub == sub {
-			s.sub, s.subAgent = nil, ""
+		if s.subs[agent] == sub {
+			delete(s.subs, agent)
 		}
 		s.notify()
 		s.mu.Unlock()

@@ -28,6 +28,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/yuzugo/yuzu/agent/trust"
 	"time"
 )
 
@@ -340,8 +342,8 @@ type world struct {
 	pluginDir, dataDir string
 }
 
-// newWorld makes a plugin dir with copies of the named plugins and their
-// plugins.sha256, and an empty data dir.
+// newWorld makes a plugin dir with copies of the named plugins and their catalog,
+// and an empty data dir.
 func newWorld(t testing.TB, plugins ...string) *world {
 	t.Helper()
 	base := t.TempDir()
@@ -354,12 +356,13 @@ func newWorld(t testing.TB, plugins ...string) *world {
 			t.Fatal(err)
 		}
 	}
-	var manifest strings.Builder
+	cat := &trust.Catalog{Plugins: map[string]*trust.Entry{}}
 	for _, n := range plugins {
 		copyFile(t, filepath.Join(env.bin, n), filepath.Join(w.pluginDir, n))
-		fmt.Fprintf(&manifest, "%s  %s\n", env.sums[n], n)
+		name, _ := trust.PluginName(n)
+		cat.Plugins[name] = &trust.Entry{File: n, SHA256: env.sums[n]}
 	}
-	writeFile(t, filepath.Join(w.pluginDir, "plugins.sha256"), manifest.String())
+	writeFile(t, trust.Path(w.pluginDir), string(cat.Marshal()))
 	return w
 }
 

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/yuzugo/yuzu/agent/trust"
 	"time"
 )
 
@@ -137,24 +139,25 @@ func TestWindowsTamperedPluginRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := w.exec("tags", "count")
-	if r.code == 0 || !strings.Contains(r.stdout, "does not match plugins.sha256") || strings.Contains(r.stdout, "count|") {
+	if r.code == 0 || !strings.Contains(r.stdout, "does not match catalog.json") || strings.Contains(r.stdout, "count|") {
 		t.Errorf("a changed plugin binary:\n%s", r)
 	}
 }
 
-// TestWindowsPluginsAdd: `plugins add` copies a binary in, records its SHA-256, starts
-// it once to check it answers as that plugin, and then it runs.
+// TestWindowsPluginsAdd: `plugins add` copies a binary into the store, starts it once
+// to learn what it says of itself, records it in the catalog, and then it runs.
 func TestWindowsPluginsAdd(t *testing.T) {
 	needWine(t)
 	t.Parallel()
 	w := newWorld(t, tagsExe)
 	r := w.agent("plugins", "add", winPath(filepath.Join(env.bin, sleeperExe)))
-	if r.code != 0 {
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "added sleeper 0.0.1 (sha256 "+env.sums[sleeperExe][:12]+") (new), unsigned") {
 		t.Fatalf("plugins add:\n%s", r)
 	}
-	manifest, err := os.ReadFile(filepath.Join(w.pluginDir, "plugins.sha256"))
-	if err != nil || !strings.Contains(string(manifest), env.sums[sleeperExe]+"  "+sleeperExe+"\n") {
-		t.Errorf("plugins.sha256 after add: %q, %v", manifest, err)
+	manifest, err := os.ReadFile(trust.Path(w.pluginDir))
+	if c, perr := trust.Parse(manifest); err != nil || perr != nil || c.Entry("sleeper") == nil || c.Entry("sleeper").SHA256 != env.sums[sleeperExe] ||
+		c.Entry("sleeper").OS != "windows" || c.Entry("sleeper").File != "store/sleeper/"+env.sums[sleeperExe][:16]+"/"+sleeperExe {
+		t.Errorf("catalog after add: %s, %v %v", manifest, err, perr)
 	}
 	w.expect("ok|sleeper\n"+undeclared, 0, "sleeper", "ok")
 	w.expect("count|0\n"+undeclared, 0, "tags", "count")
@@ -163,8 +166,8 @@ func TestWindowsPluginsAdd(t *testing.T) {
 	if r.code == 0 {
 		t.Errorf("plugins add of a non-plugin exe succeeded:\n%s", r)
 	}
-	if after, _ := os.ReadFile(filepath.Join(w.pluginDir, "plugins.sha256")); !bytes.Equal(after, manifest) {
-		t.Errorf("a refused add changed plugins.sha256:\n%s", after)
+	if after, _ := os.ReadFile(trust.Path(w.pluginDir)); !bytes.Equal(after, manifest) {
+		t.Errorf("a refused add changed the catalog:\n%s", after)
 	}
 }
 
