@@ -123,8 +123,14 @@ type agentProc struct {
 // still running.
 func startAgentProc(t testing.TB, args ...string) *agentProc {
 	t.Helper()
+	return startAgentEnv(t, baseEnv(), args...)
+}
+
+// startAgentEnv is startAgentProc with the agent's environment.
+func startAgentEnv(t testing.TB, env []string, args ...string) *agentProc {
+	t.Helper()
 	cmd := exec.Command(binPath(agentBin), args...)
-	cmd.Env = baseEnv()
+	cmd.Env = env
 	a := &agentProc{cmd: cmd, stderr: &lockedBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = a.stderr, a.stderr
 	if err := cmd.Start(); err != nil {

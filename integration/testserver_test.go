@@ -16,7 +16,8 @@ import (
 // certificates, prints the `yuzu-agent run` line, an agent started with exactly that
 // line connects over mutual TLS, and typed `send` lines (plugin and action, then a
 // definition id) come back as rows; `agents` names the agent; a bad definition
-// parameter is refused before anything is sent; quit ends it with status 0.
+// parameter is refused before anything is sent; a plugin published there is deployed
+// to the agent; quit ends it with status 0.
 func TestTestServerConsole(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, tagsBin)
@@ -86,7 +87,16 @@ func TestTestServerConsole(t *testing.T) {
 	at = scr.waitFor(t, at, "yuzu-testserver: device.tags.get: ")
 	typ("agents")
 	at = scr.waitFor(t, at, "* ")
-	scr.waitFor(t, at, " plugins: tags ")
+	at = scr.waitFor(t, at, " plugins: tags ")
+	// A plugin published here and deployed to the connected agent.
+	if built.root != "" {
+		hello := binPath(helloBin)
+		typ("publish " + hello + " 1.0.0")
+		at = scr.waitFor(t, at, "published hello 1.0.0 for linux/")
+		typ("deploy hello 1.0.0")
+		at = scr.waitFor(t, at, "-> deploying hello 1.0.0 to 1 agents\n")
+		at = scr.waitFor(t, at, ": SUCCESS plugin|hello|-|1.0.0|new|")
+	}
 	typ("quit")
 	if err := srv.Wait(); err != nil {
 		t.Errorf("yuzu-testserver: %v\n%s", err, scr.buf.String())

@@ -169,6 +169,9 @@ func (k *keeper) run() {
 			}
 		}
 		k.snapshot()
+		if h, ok := ev.(interface{ handled() }); ok {
+			h.handled()
+		}
 		if k.finished() {
 			return
 		}

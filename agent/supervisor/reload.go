@@ -77,6 +77,7 @@ func (s *Supervisor) Reload() ([]Change, error) {
 	}
 	s.seen = stamp
 	var changes []Change
+	var handled []chan struct{}
 	for _, name := range sortedNames(view.bins) {
 		b := s.admit(name, view.bins[name])
 		k, ok := s.keepers[name]
@@ -105,7 +106,10 @@ func (s *Supervisor) Reload() ([]Change, error) {
 		default:
 			changes = append(changes, Change{Plugin: name, Kind: "upgraded", From: cur.Build, To: b.Build})
 		}
-		k.send(evUpgrade{bin: b.Binary, prev: prev, refused: b.refused})
+		ev := evUpgrade{bin: b.Binary, prev: prev, refused: b.refused, done: make(chan struct{})}
+		if k.send(ev) {
+			handled = append(handled, ev.done)
+		}
 	}
 	for name, k := range s.keepers {
 		if _, still := view.bins[name]; still {
@@ -115,7 +119,10 @@ func (s *Supervisor) Reload() ([]Change, error) {
 		s.draining[k] = true
 		changes = append(changes, Change{Plugin: name, Kind: "removed", From: k.status().Build})
 		s.log.Info("plugin removed from the catalog; it finishes the commands it holds", "plugin", name)
-		k.send(evRemove{})
+		ev := evRemove{done: make(chan struct{})}
+		if k.send(ev) {
+			handled = append(handled, ev.done)
+		}
 		go func() {
 			<-k.quit
 			s.mu.Lock()
@@ -124,6 +131,11 @@ func (s *Supervisor) Reload() ([]Change, error) {
 		}()
 	}
 	s.mu.Unlock()
+	// Each keeper takes its event at once (it only starts what it must): once all
+	// have, Status shows the starts the reload caused.
+	for _, d := range handled {
+		<-d
+	}
 	return changes, nil
 }
 
@@ -156,13 +168,14 @@ func (s *Supervisor) Watch(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// Settle waits until no plugin is starting or trying a new build, or ctx ends: what
-// `plugins add` waits for before it says how an upgrade went.
+// Settle waits until no plugin is starting, trying a new build or waiting to try
+// one again (a build on probation in backoff), or ctx ends: what `plugins add` waits
+// for before it says how an upgrade went.
 func (s *Supervisor) Settle(ctx context.Context) {
 	for {
 		busy := false
 		for _, st := range s.Status() {
-			if st.State == StateStarting || st.Upgrading {
+			if st.State == StateStarting || st.Upgrading || st.Probation && st.State == StateBackoff {
 				busy = true
 			}
 		}

@@ -57,10 +57,16 @@ type (
 		bin     Binary
 		prev    *Binary
 		refused error // the new build may not run at all
+		done    chan struct{}
 	}
 	// evRemove: the catalog no longer names the plugin.
-	evRemove struct{}
+	evRemove struct{ done chan struct{} }
 )
+
+// handled is closed by run once the event is handled and the snapshot shows it, so
+// that Reload's caller sees the start it caused in Status.
+func (e evUpgrade) handled() { close(e.done) }
+func (e evRemove) handled()  { close(e.done) }
 
 // Rollback thresholds during probation.
 const (

@@ -137,6 +137,9 @@ func (e *Entry) VersionOrUnknown() string {
 // RejectedAs returns the rejection of the build with checksum sum, if it was rolled
 // back before.
 func (e *Entry) RejectedAs(sum string) (Rejection, bool) {
+	if e == nil {
+		return Rejection{}, false
+	}
 	for i := len(e.Rejected) - 1; i >= 0; i-- {
 		if e.Rejected[i].SHA256 == sum {
 			return e.Rejected[i], true

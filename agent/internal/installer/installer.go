@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/agent/trust"
@@ -119,6 +120,16 @@ func Install(ctx context.Context, cfg Config, o Offer) (Result, error) {
 	case cfg.Keys.Configured():
 		return Result{}, &trust.RefusedError{Name: name, Build: "sha256 " + hexSum[:12],
 			Reason: "unsigned, and this agent trusts only signed plugins (publisher keys are configured in " + cfg.Keys.Dir + "); give its minisign signature as FILE.minisig or with --signature"}
+	}
+	// What the catalog already says of these bytes needs no start of them: the build
+	// installed already, or one rolled back before.
+	if cat, err := trust.Load(cfg.PluginDir); err == nil {
+		if cur := cat.Entry(name); cur != nil && cur.SHA256 == hexSum {
+			return Result{Change: trust.Change{Kind: trust.KindSame, From: cur, Entry: cur}}, nil
+		} else if r, ok := cur.RejectedAs(hexSum); ok && !o.Options.Force {
+			return Result{}, &trust.RefusedError{Name: name, Build: r.Version + " (sha256 " + hexSum[:12] + ")",
+				Reason: fmt.Sprintf("this build was rolled back on %s (%s); add a different build, or --force to try it again", r.At.Format(time.RFC3339), r.Reason)}
+		}
 	}
 	floors, err := trust.LoadFloors(cfg.StateDir)
 	if err != nil {

@@ -5,6 +5,8 @@
 //
 //	send PLUGIN ACTION [key=value ...]   push a command to the connected agent, await its answer
 //	send DEFINITION-ID [key=value ...]   the same through a definition
+//	publish FILE VERSION                 publish a plugin build (FILE.minisig, if there, is its signature)
+//	deploy NAME VERSION [AGENT-ID ...]   have agents (default: every connected one) install it
 //	wait [SECONDS]                       wait until every command sent has its answer
 //	agents                               the agents that registered
 //	help, quit
@@ -41,7 +43,12 @@ import (
 const help = `commands:
   send PLUGIN ACTION [key=value ...]   push a command to the connected agent; the next line
                                        waits for its answer (up to 30s)
-  send DEFINITION-ID [key=value ...]   the same through a definition (checked here first)
+  send DEFINITION-ID [key=value ...]   the same through a definition (checked here first; its
+                                       versioned requiredPlugins go along as __requires__)
+  publish FILE VERSION                 publish a plugin build for agents to download (its
+                                       signature, FILE.minisig, goes along when there is one)
+  deploy NAME VERSION [AGENT-ID ...]   have agents install a published build (default: every
+                                       connected agent), and wait for their answers
   wait [SECONDS]                       wait until every command sent has its answer (default 60)
   agents                               the agents that registered, * marks the connected one
   help                                 this text
@@ -77,8 +84,9 @@ func main() {
 
 // console is the server and what the operator typed so far.
 type console struct {
-	srv  *fleetserver.Server
-	defs map[string]definition.Definition
+	srv    *fleetserver.Server
+	defs   map[string]definition.Definition
+	builds map[string]*fleetserver.Build // "name version" -> published build
 
 	mu   sync.Mutex // one line of output at a time
 	out  io.Writer
@@ -93,7 +101,7 @@ func (c *console) printf(format string, args ...any) {
 }
 
 func serve(ctx context.Context, o options, in io.Reader, out io.Writer) error {
-	c := &console{out: out}
+	c := &console{out: out, builds: map[string]*fleetserver.Build{}}
 	var err error
 	if c.defs, err = knownDefinitions(ctx, o.pluginDir); err != nil {
 		return err
@@ -286,6 +294,10 @@ func (c *console) read(ctx context.Context, in io.Reader) error {
 			c.wait(ctx, d)
 		case "agents":
 			c.agents()
+		case "publish":
+			c.publish(ws[1:])
+		case "deploy":
+			c.deploy(ctx, ws[1:])
 		case "help":
 			c.printf("%s", help)
 		case "quit", "exit":
@@ -336,6 +348,22 @@ func (c *console) send(ctx context.Context, args []string) {
 		if err := def.Validate(cmd.Parameters); err != nil {
 			c.printf("yuzu-testserver: %s: %s\n", def.ID, rows.Printable(err.Error()))
 			return
+		}
+		// The plugin versions the definition needs travel with the command, for the
+		// agent to check before it runs it (docs/fleet.md).
+		reqs, err := def.Requirements()
+		if err != nil {
+			c.printf("yuzu-testserver: %s\n", rows.Printable(err.Error()))
+			return
+		}
+		var versioned []string
+		for _, r := range reqs {
+			if r.MinVersion != "" {
+				versioned = append(versioned, r.String())
+			}
+		}
+		if len(versioned) > 0 {
+			cmd.Parameters["__requires__"] = strings.Join(versioned, ",")
 		}
 	}
 	c.next++
@@ -404,4 +432,62 @@ func paramText(params map[string]string) string {
 		fmt.Fprintf(&b, " %s=%s", rows.Printable(k), rows.Printable(params[k]))
 	}
 	return b.String()
+}
+
+// publish makes a plugin build available for download.
+func (c *console) publish(args []string) {
+	if len(args) != 2 {
+		c.printf("yuzu-testserver: publish needs FILE VERSION\n")
+		return
+	}
+	b, err := c.srv.PublishFile(args[0], args[1])
+	if err != nil {
+		c.printf("yuzu-testserver: publish: %s\n", rows.Printable(err.Error()))
+		return
+	}
+	signed := "unsigned"
+	if len(b.Signature) > 0 {
+		signed = "signed"
+	}
+	c.mu.Lock()
+	c.builds[b.Name+" "+b.Version] = b
+	c.mu.Unlock()
+	c.printf("published %s %s for %s/%s, %d bytes, sha256 %s, %s\n", rows.Printable(b.Name), rows.Printable(b.Version), b.OS, b.Arch, len(b.Data), b.SHA256, signed)
+}
+
+// deploy has agents install a published build, and prints each one's answer.
+func (c *console) deploy(ctx context.Context, args []string) {
+	if len(args) < 2 {
+		c.printf("yuzu-testserver: deploy needs NAME VERSION [AGENT-ID ...]\n")
+		return
+	}
+	c.mu.Lock()
+	b := c.builds[args[0]+" "+args[1]]
+	c.mu.Unlock()
+	if b == nil {
+		c.printf("yuzu-testserver: no build %s %s is published (publish FILE VERSION first)\n", rows.Printable(args[0]), rows.Printable(args[1]))
+		return
+	}
+	targets := args[2:]
+	if len(targets) == 0 {
+		for _, a := range c.srv.Agents() {
+			if a.Subscribed {
+				targets = append(targets, a.Registration.GetInfo().GetAgentId())
+			}
+		}
+	}
+	if len(targets) == 0 {
+		c.printf("yuzu-testserver: no agent is connected\n")
+		return
+	}
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	c.printf("-> deploying %s %s to %d agents\n", rows.Printable(b.Name), rows.Printable(b.Version), len(targets))
+	res, err := c.srv.Deploy(dctx, b, targets)
+	if err != nil {
+		c.printf("yuzu-testserver: deploy: %s\n", rows.Printable(err.Error()))
+	}
+	for _, id := range slices.Sorted(maps.Keys(res)) {
+		c.printf("   %s: %s %s\n", rows.Printable(id), res[id].Terminal.GetStatus(), rows.Printable(strings.Join(res[id].Rows, "; ")))
+	}
 }

@@ -8,9 +8,9 @@
 //	exit        exits 1 at every start, before its handshake
 //	later-exit  answers its first start (the trial `plugins add` makes), then exits 1
 //	            at every later start, before its handshake
-//	later-hang  answers its first start, then at every later start stops itself
-//	            (SIGSTOP) right after its handshake, so Describe never answers
-//	crash       starts, then exits 3 half a second later, every time
+//	later-hang  answers its first start, then at every later start hangs in its
+//	            start: it answers the handshake and Describe, and never Configure
+//	crash       starts, then exits 3 three seconds later, every time
 //
 // Its starts are counted in $HOME/procs-<version>-<mode>-starts (the agent hands a
 // plugin its HOME), which is how a later start knows it is one.
@@ -18,6 +18,7 @@ package main
 
 import (
 	"context"
+	"embed"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,24 +35,30 @@ var (
 	mode    = ""
 )
 
+//go:embed definitions/*.yaml
+var definitions embed.FS
+
 func main() {
 	starts := countStart()
 	switch {
 	case mode == "exit", mode == "later-exit" && starts > 1:
 		fmt.Fprintln(os.Stderr, "procs: failing at start, as built to")
 		os.Exit(1)
-	case mode == "later-hang" && starts > 1:
-		go func() {
-			time.Sleep(300 * time.Millisecond) // the handshake is out by then
-			stopSelf()
-		}()
 	case mode == "crash":
 		go func() {
-			time.Sleep(500 * time.Millisecond)
+			// Long enough for the trial start of plugins add to be over.
+			time.Sleep(3 * time.Second)
 			os.Exit(3)
 		}()
 	}
-	sdk.Serve(newPlugin())
+	p := newPlugin()
+	if mode == "later-hang" && starts > 1 {
+		p.OnConfigure(func(ctx context.Context, _ sdk.Config) error {
+			<-ctx.Done() // until the agent gives up on the start
+			return ctx.Err()
+		})
+	}
+	sdk.Serve(p)
 }
 
 // countStart adds one to this build's start count and returns it.
@@ -71,14 +78,16 @@ func countStart() int {
 func newPlugin() *sdk.Plugin {
 	p := sdk.New("procs", version, "Integration test plugin: processes, in versions")
 	p.OnlyDeclaredParams()
+	everywhere := sdk.OnAll(sdk.OSSupport{Level: sdk.SupportSupported})
 	opts := []sdk.ActionOption{
+		everywhere,
 		sdk.Describe("Lists processes as proc rows (a fixed list: the test needs no real ones)"),
 		sdk.Row("proc", "pid:int32", "user", "command"),
 	}
-	v2 := atLeast("2.0.0")
-	if v2 {
+	if atLeast("2.0.0") {
 		// Version 2 filters by user; version 1 has no such parameter, and refuses it.
 		opts = append(opts, sdk.Param("user", sdk.TypeString, "Only this user's processes"))
+		p.Definitions(definitions, "definitions")
 	}
 	p.Handle("list", func(_ context.Context, req *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 		user := req.Params.Get("user", "")
@@ -92,7 +101,7 @@ func newPlugin() *sdk.Plugin {
 	p.Handle("version", func(_ context.Context, _ *sdk.Request, out *sdk.Output) (sdk.Result, error) {
 		out.Row("version", version, strconv.Itoa(os.Getpid()))
 		return sdk.Done(), nil
-	}, sdk.Describe("Answers version|<version>|<pid>"), sdk.Row("version", "version", "pid:int32"))
+	}, everywhere, sdk.Describe("Answers version|<version>|<pid>"), sdk.Row("version", "version", "pid:int32"))
 	return p
 }
 
