@@ -277,4 +277,3 @@ func startProcsAgentSigned(t *testing.T, f *fleet, pubDir string, s signer) *pro
 		"run", "--server", f.srv.Addr(), "--ca-cert", f.pki.CA, "--client-cert", f.pki.ClientCert, "--client-key", f.pki.ClientKey)
 	return a
 }
-
