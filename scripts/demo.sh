@@ -11,7 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 agent=$ROOT/bin/yuzu-agent
 plugins=$ROOT/bin/plugins
 testserver=$ROOT/bin/yuzu-testserver
-for f in "$agent" "$testserver" "$plugins/yuzu-plugin-tags" "$plugins/plugins.sha256"; do
+for f in "$agent" "$testserver" "$plugins/yuzu-plugin-tags" "$plugins/catalog.json"; do
 	if [[ ! -e $f ]]; then
 		warn "demo: ${f#"$ROOT"/} is missing: run \`make build\` (make demo does)"
 		exit 1

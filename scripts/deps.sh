@@ -34,7 +34,7 @@ else
 		"git        git        the breaking-change check reads the previous commit"
 		"unshare    util-linux tests make paths unusable inside a private mount namespace"
 		"pgrep      procps     tests check that no plugin process outlives the agent"
-		"sha256sum  coreutils  make build writes bin/plugins/plugins.sha256"
+		"sha256sum  coreutils  scripts checksum what they build and download"
 		"tar        tar        the breaking-change check unpacks the previous commit's proto/"
 		"ip                   iproute2    firewall tests give every real backend its own network namespace (ip netns)"
 		"nft                  nftables    firewall tests load nftables rulesets into those namespaces"

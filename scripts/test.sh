@@ -5,7 +5,7 @@
 #   tools   pinned buf, protoc plugins, staticcheck into .tools/bin
 #   lint    gofmt, go vet, staticcheck, buf lint, buf breaking
 #   cross   linux/darwin/windows x amd64/arm64: build and vet with cgo off
-#   build   bin/yuzu-agent, bin/plugins/*, bin/plugins/plugins.sha256
+#   build   bin/yuzu-agent, bin/plugins/*, bin/plugins/catalog.json
 #   proto   go test in proto/: the generated code matches the .proto files
 #   go test every module: -race for sdk and agent; integration last, never cached
 #   test-windows  the Windows leg under Wine (scripts/test-windows.sh), before integration
