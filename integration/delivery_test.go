@@ -277,3 +277,32 @@ func startProcsAgentSigned(t *testing.T, f *fleet, pubDir string, s signer) *pro
 		"run", "--server", f.srv.Addr(), "--ca-cert", f.pki.CA, "--client-cert", f.pki.ClientCert, "--client-key", f.pki.ClientKey)
 	return a
 }
+
+// TestRowMismatchesCounted: rows a plugin writes against its declaration (here the
+// hostile plugin's `surprise` row, a kind its fields action does not declare) reach the
+// server all the same, are counted on the metrics page by plugin and kind, and only
+// the first is logged.
+func TestRowMismatchesCounted(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, fleetserver.Options{}, hostileBin)
+	addr := freeAddr(t)
+	a := f.agent("--metrics-listen", addr)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range 3 {
+		r, err := f.srv.Do(ctx, &agentv1.CommandRequest{CommandId: fmt.Sprintf("fields-%d", i), Plugin: "hostile", Action: "fields"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(strings.Join(r.Rows, "\n"), "surprise|z") {
+			t.Errorf("the undeclared row did not reach the server: %q", r.Rows)
+		}
+	}
+	series := `yuzu_agent_plugin_rows_mismatched_total{plugin="hostile",kind="(undeclared)"}`
+	if v, ok := metric(addr, series); !ok || v != 3 {
+		t.Errorf("%s = %v (%v), want 3", series, v, ok)
+	}
+	if n := strings.Count(a.stderr.String(), "plugin wrote a row its declaration does not allow"); n != 1 {
+		t.Errorf("%d log lines for the mismatching rows, want the first only:\n%s", n, a.stderr.String())
+	}
+}

@@ -95,7 +95,7 @@ func TestTestServerConsole(t *testing.T) {
 		at = scr.waitFor(t, at, "published hello 1.0.0 for linux/")
 		typ("deploy hello 1.0.0")
 		at = scr.waitFor(t, at, "-> deploying hello 1.0.0 to 1 agents\n")
-		at = scr.waitFor(t, at, ": SUCCESS plugin|hello|-|1.0.0|new|")
+		scr.waitFor(t, at, ": SUCCESS plugin|hello|-|1.0.0|new|")
 	}
 	typ("quit")
 	if err := srv.Wait(); err != nil {

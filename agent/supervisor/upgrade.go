@@ -3,7 +3,6 @@ package supervisor
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -356,12 +355,4 @@ func (k *keeper) onRemove() {
 		k.transition(StateStopped, "removed from the catalog")
 	}
 	k.stopping = append(k.stopping, make(chan struct{})) // ends run once all is gone
-}
-
-// rollbackSummary is what Status says of rollbacks: their number and the last reason.
-func (u *upgradeState) rollbackSummary() string {
-	if u.rollbacks == 0 {
-		return ""
-	}
-	return strings.TrimSpace(fmt.Sprintf("%d, last: %s", u.rollbacks, u.lastRollback))
 }
