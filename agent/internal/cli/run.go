@@ -68,8 +68,10 @@ func boolFlag(given map[string]bool, name string, getenv func(string) string) (b
 const (
 	defaultServer    = "localhost:50051"
 	defaultHeartbeat = 30 * time.Second
-	// fleetDir is the journal's directory inside the data dir.
+	// fleetDir is the journal's directory inside the data dir, and spoolDir the
+	// answer spool's inside it.
 	fleetDir = "fleet"
+	spoolDir = "spool"
 	// defaultIdleStop is how long run leaves a plugin's child with no command before
 	// it stops it (docs/agent.md "Lazy start and idle stop").
 	defaultIdleStop = 5 * time.Minute
@@ -239,7 +241,8 @@ func runFleet(ctx context.Context, cfg config, log hclog.Logger, args []string, 
 	if cfg.agentID, err = ensureAgentID(cfg); err != nil {
 		return fail(err)
 	}
-	j, err := journal.Open(filepath.Join(cfg.dataDir, fleetDir))
+	// The answer spool lives beside the journal's segments (session.Options.SpoolDir).
+	j, err := journal.Open(filepath.Join(cfg.dataDir, fleetDir), spoolDir)
 	if err != nil {
 		return fail(err)
 	}
@@ -302,7 +305,7 @@ func runFleet(ctx context.Context, cfg config, log hclog.Logger, args []string, 
 		DataDir:          cfg.dataDir,
 		Plugins:          sup,
 		Journal:          j,
-		SpoolDir:         filepath.Join(cfg.dataDir, fleetDir, "spool"),
+		SpoolDir:         filepath.Join(cfg.dataDir, fleetDir, spoolDir),
 		SpoolAnswerBytes: rs.spoolAnswer,
 		SpoolTotalBytes:  rs.spoolTotal,
 		Metrics:          m,

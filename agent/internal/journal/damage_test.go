@@ -199,3 +199,68 @@ func TestDamageMakesCommandsInFlightUnknown(t *testing.T) {
 		t.Errorf("interrupted %v, not started %v; want none: their outcome is unknown", j.Interrupted(), j.NotStarted())
 	}
 }
+
+// An emptied segment is damage, said as such. When it is the compacted one that holds
+// the whole state (what every Open writes), the generation before it still holds
+// everything: no finished command is forgotten, so none runs again.
+func TestEmptiedSegment(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "fleet")
+	j := open(t, dir)
+	for _, id := range []string{"a", "b", "c"} {
+		if err := <-j.Started(id); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Finish(Entry{ID: id, Response: []byte("answer-" + id), Replay: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeJ(t, j)
+	// A restart compacts: the newest segment holds the whole state.
+	j = open(t, dir)
+	closeJ(t, j)
+	segs, _ := filepath.Glob(filepath.Join(dir, segmentPrefix+"*"))
+	slices.Sort(segs)
+	newest := segs[len(segs)-1]
+	if data, _ := os.ReadFile(newest); !wholeCompacted(data) {
+		t.Fatal("the newest segment after a restart is not the compacted state")
+	}
+	if err := os.Truncate(newest, 0); err != nil {
+		t.Fatal(err)
+	}
+	j = open(t, dir)
+	defer closeJ(t, j)
+	for _, id := range []string{"a", "b", "c"} {
+		if e, ok := j.Lookup(id); !ok || e.Unknown || string(e.Response) != "answer-"+id {
+			t.Errorf("Lookup(%s) = %+v, %v; want its answer, from the generation before", id, e, ok)
+		}
+	}
+	warn := strings.Join(j.Warnings(), "\n")
+	if !strings.Contains(warn, filepath.Base(newest)+" damaged (empty: a segment always holds at least its header)") {
+		t.Errorf("warnings do not name the emptied segment: %q", warn)
+	}
+
+	// An emptied segment that is not compacted: the commands in flight before it are
+	// unknown, as with any other damage.
+	dir2 := filepath.Join(t.TempDir(), "fleet")
+	j2 := open(t, dir2)
+	if err := <-j2.Started("run"); err != nil {
+		t.Fatal(err)
+	}
+	if err := j2.Finish(Entry{ID: "run", Response: []byte("x"), Replay: true}); err != nil {
+		t.Fatal(err)
+	}
+	closeJ(t, j2)
+	segs, _ = filepath.Glob(filepath.Join(dir2, segmentPrefix+"*"))
+	slices.Sort(segs)
+	if err := os.Truncate(segs[len(segs)-1], 0); err != nil {
+		t.Fatal(err)
+	}
+	j2 = open(t, dir2)
+	defer closeJ(t, j2)
+	if e, ok := j2.Lookup("run"); !ok || !e.Unknown {
+		t.Errorf("Lookup(run) = %+v, %v; want unknown: its answer was in the emptied segment", e, ok)
+	}
+	if !strings.Contains(strings.Join(j2.Warnings(), "\n"), "empty") {
+		t.Errorf("warnings %q", j2.Warnings())
+	}
+}

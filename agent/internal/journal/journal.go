@@ -127,6 +127,9 @@ type header struct {
 	Op      string   `json:"op"` // "ids"
 	IDs     []string `json:"ids"`
 	Records int      `json:"records"`
+	// Compacted marks a segment that holds the whole live state (compact): the
+	// segments before the previous such one are no longer needed.
+	Compacted bool `json:"compacted,omitempty"`
 }
 
 const (
@@ -161,11 +164,18 @@ type Journal struct {
 	warnings    []string
 	// forceCompact says Open must compact: a damaged segment was put aside.
 	forceCompact bool
+	// others are the caller's names in the directory (Open).
+	others []string
 
 	// Owned by the writer goroutine (and by Open before it starts); read by tests
 	// after the writer has stopped.
 	nextSeq     uint64
 	segments    []uint64 // sequence numbers on disk, ascending
+	// base is the newest segment that holds the whole live state (0: none known).
+	// A compaction keeps the segments from base on, the generation before it: should
+	// the new compacted segment be lost (truncated, emptied), they still hold
+	// everything it held.
+	base        uint64
 	written     int      // records on disk
 	compactions int      // compactions since Open, the one in Open included
 	lastErr     error    // of the last flush; read by Close after done is closed
@@ -200,10 +210,15 @@ func parseSegmentName(name string) (uint64, bool) {
 // stopped are reported by Interrupted. Damage is reported by Warnings, and the
 // commands it may have hidden are kept as unknown (see the package doc); a directory
 // that is not private to the agent is an error.
-func Open(dir string) (*Journal, error) { return openWith(dir, lazyDelay) }
+//
+// others are names the caller keeps in dir beside the journal (the answer spool): they
+// are not the journal's, and not warned about as unexpected.
+func Open(dir string, others ...string) (*Journal, error) {
+	return openWith(dir, lazyDelay, others...)
+}
 
 // openWith is Open with the time delivery records may wait for a flush.
-func openWith(dir string, delay time.Duration) (*Journal, error) {
+func openWith(dir string, delay time.Duration, others ...string) (*Journal, error) {
 	if err := atomicfile.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
@@ -227,6 +242,7 @@ func openWith(dir string, delay time.Duration) (*Journal, error) {
 		started:  map[string]bool{},
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
+		others:   others,
 	}
 	if err := j.load(); err != nil {
 		return nil, err
@@ -281,29 +297,55 @@ func (j *Journal) load() error {
 				continue
 			}
 		}
+		if slices.Contains(j.others, name) {
+			continue
+		}
 		j.warnings = append(j.warnings, fmt.Sprintf("ignored unexpected entry %s", filepath.Join(j.dir, name)))
 	}
 	slices.Sort(j.segments)
-	var damaged []uint64
+	if len(j.segments) > 0 {
+		j.nextSeq = j.segments[len(j.segments)-1] + 1
+	}
+	// Read every segment once; replay from the newest whole compacted one (the live
+	// state as it was written then), or from the first when there is none. The
+	// generation before it is read only when the newest compacted segment is damaged:
+	// its content is that generation's, replayed.
+	type segment struct {
+		seq  uint64
+		data []byte
+		err  error
+	}
+	segs := make([]segment, len(j.segments))
+	start := 0
 	for i, seq := range j.segments {
-		j.nextSeq = seq + 1
+		segs[i] = segment{seq: seq}
+		segs[i].data, segs[i].err = safefile.ReadFile(filepath.Join(j.dir, segmentName(seq)), maxSegmentBytes)
+		if segs[i].err == nil && wholeCompacted(segs[i].data) {
+			start = i
+		}
+	}
+	var damaged []uint64
+	for i := start; i < len(segs); i++ {
+		seq := segs[i].seq
 		path := filepath.Join(j.dir, segmentName(seq))
 		// Segments since the last compaction are numbered without gaps, and a
 		// compaction removes the older ones oldest first: a gap is a segment that was
 		// removed by hand, which may have held the outcome of any command in flight.
-		if i > 0 && seq != j.segments[i-1]+1 {
+		if i > start && seq != segs[i-1].seq+1 {
 			n := j.unknown(nil)
 			j.warnings = append(j.warnings, fmt.Sprintf("segments %s to %s are missing: %d commands in flight before them are kept as seen with an unknown outcome and will not run again; others they held cannot be known",
-				segmentName(j.segments[i-1]+1), segmentName(seq-1), n))
+				segmentName(segs[i-1].seq+1), segmentName(seq-1), n))
 		}
-		data, err := safefile.ReadFile(path, maxSegmentBytes)
-		if err != nil {
+		if err := segs[i].err; err != nil {
 			damaged = append(damaged, seq)
 			n := j.unknown(nil)
 			j.warnings = append(j.warnings, fmt.Sprintf("unreadable segment: %v; %d commands in flight before it are kept as seen with an unknown outcome and will not run again; others it held cannot be known", err, n))
 			continue
 		}
-		n, named, problem := j.apply(data)
+		n, named, problem, compacted := j.applySegment(segs[i].data)
+		if compacted {
+			j.base = seq
+		}
 		j.written += n
 		if problem != "" {
 			damaged = append(damaged, seq)
@@ -312,6 +354,8 @@ func (j *Journal) load() error {
 				path, problem, n, unknown))
 		}
 	}
+	// The segments before the one replay started from are a generation that is no
+	// longer needed; the next compaction removes them.
 	if len(damaged) == 0 {
 		return nil
 	}
@@ -326,13 +370,33 @@ func (j *Journal) load() error {
 	return nil
 }
 
+// wholeCompacted reports whether a segment's data is a whole compacted segment: its
+// header says compacted and every record it announces is there with its check. It
+// changes no state.
+func wholeCompacted(data []byte) bool {
+	scratch := &Journal{entries: map[string]*Entry{}, accepted: map[string]bool{}, started: map[string]bool{}}
+	_, _, problem, compacted := scratch.applySegment(data)
+	return compacted && problem == ""
+}
+
 // apply replays the records of one segment onto the state and returns how many good
 // records it held. When the segment is damaged, problem says how, and named holds the
 // ids its header and damaged lines still name.
 func (j *Journal) apply(data []byte) (n int, named []string, problem string) {
+	n, named, problem, _ = j.applySegment(data)
+	return n, named, problem
+}
+
+// applySegment is apply, also saying whether the segment's header marks it compacted.
+func (j *Journal) applySegment(data []byte) (n int, named []string, problem string, compacted bool) {
 	lines := bytes.Split(data, []byte("\n"))
 	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
 		lines = lines[:len(lines)-1]
+	}
+	if len(lines) == 0 {
+		// Every segment is written whole with its header: one without a line was
+		// emptied (truncated to nothing), and what it held is lost.
+		return 0, nil, "empty: a segment always holds at least its header", false
 	}
 	wantRecords := -1
 	checked := false // the segment's lines carry checks: every line must
@@ -361,6 +425,7 @@ func (j *Journal) apply(data []byte) (n int, named []string, problem string) {
 			if err := json.Unmarshal(body, &h); err == nil && h.Op == opHeader {
 				named = append(named, h.IDs...)
 				wantRecords = h.Records
+				compacted = h.Compacted
 				continue
 			}
 		}
@@ -403,9 +468,9 @@ func (j *Journal) apply(data []byte) (n int, named []string, problem string) {
 		problem = fmt.Sprintf("%d of its %d records are missing (truncated?)", wantRecords-n, wantRecords)
 	}
 	if problem == "" {
-		return n, nil, ""
+		return n, nil, "", compacted
 	}
-	return n, named, problem
+	return n, named, problem, false
 }
 
 // unknown marks as seen with an unknown outcome the commands a damaged or missing
@@ -749,7 +814,19 @@ func (j *Journal) needCompaction() bool {
 	j.mu.Lock()
 	live := len(j.entries) + len(j.started) + len(j.accepted)
 	j.mu.Unlock()
-	return len(j.segments) > segmentLimit(live) || j.written > 4*live+MaxEntries/2
+	return j.current() > segmentLimit(live) || j.written > 4*live+MaxEntries/2
+}
+
+// current is how many segments replay reads: those from the newest compacted one on
+// (the generation kept before it is only read should that one be lost).
+func (j *Journal) current() int {
+	n := 0
+	for _, seq := range j.segments {
+		if seq >= j.base {
+			n++
+		}
+	}
+	return n
 }
 
 // segmentLimit is how many segments may pile up over a live state of live commands.
@@ -759,8 +836,12 @@ func (j *Journal) needCompaction() bool {
 // record bound first. Open reads every segment, which is what keeps the limit finite.
 func segmentLimit(live int) int { return maxSegments + live/4 }
 
-func (j *Journal) writeSegment(recs []record) error {
-	h := header{Op: opHeader, Records: len(recs)}
+func (j *Journal) writeSegment(recs []record) error { return j.write(recs, false) }
+
+// write writes recs as the next segment; compacted marks it as holding the whole live
+// state.
+func (j *Journal) write(recs []record, compacted bool) error {
+	h := header{Op: opHeader, Records: len(recs), Compacted: compacted}
 	seen := make(map[string]bool, len(recs))
 	for _, r := range recs {
 		if !seen[r.ID] {
@@ -794,9 +875,12 @@ func (j *Journal) writeSegment(recs []record) error {
 	return nil
 }
 
-// compact writes the live state as one segment and removes the older ones. Records
-// queued after the copy go to later segments; replaying them over the copy gives the
-// same state, because each record only sets where its command is.
+// compact writes the live state as one segment and removes the segments before the
+// previous compacted one: the generation between that one and the new one stays, so
+// that losing the new segment (emptied, truncated by something outside the agent)
+// loses nothing, its content being theirs replayed. Records queued after the copy go
+// to later segments; replaying them over the copy gives the same state, because each
+// record only sets where its command is.
 func (j *Journal) compact() error {
 	j.mu.Lock()
 	j.order = slices.DeleteFunc(j.order, func(id string) bool { _, ok := j.entries[id]; return !ok })
@@ -821,19 +905,27 @@ func (j *Journal) compact() error {
 	j.mu.Unlock()
 	j.compactions++
 	old := j.segments
-	j.segments = nil
 	written := j.written
 	j.written = 0
-	if err := j.writeSegment(recs); err != nil {
+	if err := j.write(recs, true); err != nil {
 		j.segments, j.written = old, written
 		return err
 	}
+	// Keep the generation from the previous compacted segment on; with none known (a
+	// first compaction, or a journal of an older agent), keep them all this once.
 	var errs []error
-	for _, seq := range old {
+	keep := j.segments[:0:0]
+	for _, seq := range j.segments {
+		if j.base == 0 || seq >= j.base {
+			keep = append(keep, seq)
+			continue
+		}
 		if err := os.Remove(filepath.Join(j.dir, segmentName(seq))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
+	j.segments = keep
+	j.base = j.nextSeq - 1
 	if len(errs) > 0 {
 		return fmt.Errorf("journal: removing compacted segments: %w", errors.Join(errs...))
 	}

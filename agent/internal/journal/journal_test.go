@@ -166,15 +166,23 @@ func TestCompaction(t *testing.T) {
 		t.Errorf("no compaction in %d commands", n)
 	}
 	// The writer has stopped: its last check saw this live state.
+	// The generation before the newest compacted segment stays on disk too, unread.
 	limit := segmentLimit(len(j.entries) + len(j.started))
 	segs, _ := filepath.Glob(filepath.Join(dir, "seg-*"))
-	if len(segs) > limit {
-		t.Errorf("%d segments on disk, compaction should keep at most %d", len(segs), limit)
+	if j.current() > limit || len(segs) > 2*limit+1 {
+		t.Errorf("%d segments to replay and %d on disk, compaction should keep at most %d and %d", j.current(), len(segs), limit, 2*limit+1)
 	}
 	j = open(t, dir)
 	defer closeJ(t, j)
-	if segs, _ := filepath.Glob(filepath.Join(dir, "seg-*")); len(segs) != 1 {
-		t.Errorf("Open should compact to one segment, found %d", len(segs))
+	// Open compacts: the newest segment holds the whole state; the ones before it
+	// are the generation kept in case it is lost, and are not read.
+	segs, _ = filepath.Glob(filepath.Join(dir, "seg-*"))
+	slices.Sort(segs)
+	if data, err := os.ReadFile(segs[len(segs)-1]); err != nil || !wholeCompacted(data) {
+		t.Errorf("the newest segment after Open is not a whole compacted one: %v", err)
+	}
+	if j.current() != 1 {
+		t.Errorf("Open should leave one segment to replay, has %d", j.current())
 	}
 	for i := range n {
 		id := fmt.Sprintf("cmd-%04d", i)
@@ -205,8 +213,14 @@ func TestDamagedSegmentsAndLeftovers(t *testing.T) {
 	leftover := segmentName(102) + ".tmp.0123456789abcdef"
 	write(leftover, "half")
 	write("notes.txt", "hello")
+	if err := os.Mkdir(filepath.Join(dir, "spool"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 
-	j = open(t, dir)
+	j, err := Open(dir, "spool")
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer closeJ(t, j)
 	if _, ok := j.Lookup("good"); !ok {
 		t.Error("the intact segment was not loaded")
@@ -219,6 +233,9 @@ func TestDamagedSegmentsAndLeftovers(t *testing.T) {
 		if !strings.Contains(warn, want) {
 			t.Errorf("warnings %q do not mention %q", warn, want)
 		}
+	}
+	if strings.Contains(warn, "spool") {
+		t.Errorf("warnings %q name the caller's own entry", warn)
 	}
 	if _, err := os.Stat(filepath.Join(dir, leftover)); !os.IsNotExist(err) {
 		t.Errorf("the temp file of an interrupted write was not removed: %v", err)
