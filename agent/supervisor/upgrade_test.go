@@ -342,7 +342,11 @@ func TestRemoveDrains(t *testing.T) {
 	cat, _ := trust.Load(dir)
 	cat.Remove("fake")
 	cat.Save(dir)
-	os.Remove(filepath.Join(dir, BinaryPrefix+"fake")) // the test's top-level file
+	top := BinaryPrefix + "fake" // the test's top-level file
+	if hostOS == "windows" {
+		top += ".exe"
+	}
+	os.Remove(filepath.Join(dir, top))
 	changes, err := s.Reload()
 	if err != nil || len(changes) != 1 || changes[0].Kind != "removed" {
 		t.Fatalf("changes %+v %v", changes, err)

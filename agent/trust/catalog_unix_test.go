@@ -67,3 +67,14 @@ func TestReadSource(t *testing.T) {
 		t.Error("followed a symbolic link")
 	}
 }
+
+// letEveryoneWrite makes path writable by every user.
+func letEveryoneWrite(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// modeChecked: the catalog's permission bits are Unix's to compare.
+const modeChecked = true

@@ -138,9 +138,7 @@ func TestLoadKeysRefusesBadFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		if name == "worldwritable" {
-			if err := os.Chmod(path, 0o666); err != nil {
-				t.Fatal(err)
-			}
+			letEveryoneWrite(t, path)
 		}
 		if _, err := LoadKeys(dir, ""); err == nil || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s: %v, want an error naming %s", name, err, path)

@@ -72,8 +72,8 @@ func TestWindowsPluginLimitsShown(t *testing.T) {
 			return regexp.QuoteMeta(c)
 		}
 		for _, want := range []string{
-			`(?m)^hog +\S+ +1 +running +0 +- +(?:[0-9]+ MiB|-)/128 MiB +(?:[0-9]+|-)/100 +` + cpu("1") + ` +\S+$`,
-			`(?m)^tags +\S+ +1 +running +0 +- +(?:[0-9]+ MiB|-)/200 MiB +(?:[0-9]+|-)/100 +` + cpu("0.5") + ` +\S+$`,
+			`(?m)^hog +\S+ +1 +unsigned +running +0 +- +(?:[0-9]+ MiB|-)/128 MiB +(?:[0-9]+|-)/100 +` + cpu("1") + ` +\S+$`,
+			`(?m)^tags +\S+ +1 +unsigned +running +0 +- +(?:[0-9]+ MiB|-)/200 MiB +(?:[0-9]+|-)/100 +` + cpu("0.5") + ` +\S+$`,
 		} {
 			if !regexp.MustCompile(want).MatchString(r.stdout) {
 				t.Errorf("plugins (%s): no row matches %s:\n%s", how, want, r)

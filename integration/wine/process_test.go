@@ -185,7 +185,7 @@ func TestWindowsPluginsBoxed(t *testing.T) {
 	if r.code != 0 || len(lines) != 2 {
 		t.Fatalf("plugins: want exit 0, a header and one row:\n%s", r)
 	}
-	row := regexp.MustCompile(`^tags +0\.1\.0 +1 +running +0 +- +(?:[0-9]+ MiB|-)/512 MiB +(?:[0-9]+|-)/256 +none +\S+$`)
+	row := regexp.MustCompile(`^tags +0\.1\.0 +1 +unsigned +running +0 +- +(?:[0-9]+ MiB|-)/512 MiB +(?:[0-9]+|-)/256 +none +\S+$`)
 	if !row.MatchString(lines[1]) {
 		t.Errorf("plugins row %q: want the tags child boxed, 512 MiB and 256 processes, CPU none", lines[1])
 	}
