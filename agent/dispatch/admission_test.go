@@ -53,7 +53,7 @@ func TestExpiredWhileQueuedNeverStarts(t *testing.T) {
 	var starts atomic.Int32
 	late := req("p")
 	late.Expiry = time.Now().Add(20 * time.Millisecond)
-	late.OnStart = func() { starts.Add(1) }
+	late.OnStart = func() error { starts.Add(1); return nil }
 	second := make(chan error, 1)
 	go func() {
 		_, err := d.Do(context.Background(), late, nil)
@@ -82,7 +82,7 @@ func TestExpiredWhileQueuedNeverStarts(t *testing.T) {
 	// An expiry already past at Do is refused the same, with a free slot.
 	gone := req("q")
 	gone.Expiry = time.Now().Add(-time.Second)
-	gone.OnStart = func() { starts.Add(1) }
+	gone.OnStart = func() error { starts.Add(1); return nil }
 	if _, err := d.Do(context.Background(), gone, nil); !errors.Is(err, ErrExpired) || starts.Load() != 0 || r.reached.Load() != 1 {
 		t.Errorf("past expiry: err = %v, %d starts, %d reached", err, starts.Load(), r.reached.Load())
 	}
@@ -102,7 +102,7 @@ func TestOnStartOnlyWhenTheCommandStarts(t *testing.T) {
 	d := New(r, Options{PerPlugin: 1, QueueSize: 1})
 	var starts, startsAtReach atomic.Int32
 	running := req("p")
-	running.OnStart = func() { starts.Add(1) }
+	running.OnStart = func() error { starts.Add(1); return nil }
 	done := make(chan error, 1)
 	go func() {
 		_, err := d.Do(context.Background(), running, nil)
@@ -112,7 +112,7 @@ func TestOnStartOnlyWhenTheCommandStarts(t *testing.T) {
 	startsAtReach.Store(starts.Load())
 
 	var refused atomic.Int32
-	count := func() { refused.Add(1) }
+	count := func() error { refused.Add(1); return nil }
 	// Waits in the queue until its caller gives up.
 	ctx, cancel := context.WithCancel(context.Background())
 	queued := req("p")

@@ -69,3 +69,50 @@ func TestAuditLine(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A command refused at the door (the queue full) has its audit line at debug, as the
+// session's own rejections do: a flood of commands must not flood the log at info.
+func TestAuditOfRefusedAtDebug(t *testing.T) {
+	var buf bytes.Buffer
+	log := hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Info})
+	r := &recorder{release: make(chan struct{})}
+	d := New(r, Options{PerPlugin: 1, QueueSize: 1, Audit: log, AuditLevel: hclog.Info})
+	done := make(chan struct{}, 2)
+	for range 2 { // one runs, one waits in the queue
+		go func() {
+			_, _ = d.Do(context.Background(), req("p"), nil)
+			done <- struct{}{}
+		}()
+	}
+	waitFor(t, func() bool { return r.reached.Load() == 1 && len(d.queue) == 1 })
+	for range 5 {
+		if _, err := d.Do(context.Background(), req("p"), nil); !errors.Is(err, ErrQueueFull) {
+			t.Fatalf("want the queue full, got %v", err)
+		}
+	}
+	if buf.Len() != 0 {
+		t.Errorf("refused commands logged at info:\n%s", buf.String())
+	}
+	close(r.release)
+	<-done
+	<-done
+	if !strings.Contains(buf.String(), "[INFO]  command:") {
+		t.Errorf("the command that ran has no audit line at info:\n%s", buf.String())
+	}
+}
+
+// A start its OnStart refuses (the journal could not record it) never reaches the
+// plugin, and Do returns the refusal.
+func TestOnStartRefuses(t *testing.T) {
+	r := &recorder{}
+	d := New(r, Options{})
+	refusal := errors.New("journal: disk full")
+	q := req("p")
+	q.OnStart = func() error { return refusal }
+	if _, err := d.Do(context.Background(), q, nil); !errors.Is(err, refusal) {
+		t.Errorf("Do = %v, want the refusal", err)
+	}
+	if r.reached.Load() != 0 {
+		t.Error("a refused start reached the plugin")
+	}
+}

@@ -47,8 +47,10 @@ type Request struct {
 	// OnStart, when set, is called exactly once, just before the command goes to its
 	// plugin (after its slot and its expiry check), on Do's goroutine, and never for a
 	// command that does not start. Its return ends the admission: the fleet session
-	// records the start in its journal there, before the plugin can act.
-	OnStart func()
+	// records the start in its journal there, before the plugin can act. An error
+	// refuses the command instead: Do returns it, and the plugin never has it (a start
+	// the journal could not record must not run).
+	OnStart func() error
 }
 
 // SetDeadline fixes the command's deadline, when it has none, at Timeout from now
@@ -137,6 +139,12 @@ func (d *Dispatcher) logAudit(req supervisor.Request, res sdk.Result, err error,
 		args = append(args, "status", res.Status.String(), "completeness", res.Completeness.String(), "rc", res.Code)
 	}
 	args = append(args, "duration", supervisor.Seconds(took))
+	level := d.auditLevel
+	if errors.Is(err, ErrQueueFull) || errors.Is(err, ErrExpired) {
+		// Refused at the door, as the session's own rejections: at debug, so that a
+		// flood of commands cannot flood the log.
+		level = min(level, hclog.Debug)
+	}
 	if d.audit.IsDebug() {
 		values := make([]string, 0, len(names))
 		for _, k := range names {
@@ -144,7 +152,7 @@ func (d *Dispatcher) logAudit(req supervisor.Request, res sdk.Result, err error,
 		}
 		args = append(args, "values", strings.Join(values, " "))
 	}
-	d.audit.Log(d.auditLevel, "command", args...)
+	d.audit.Log(level, "command", args...)
 }
 
 func (d *Dispatcher) slotsFor(plugin string) chan struct{} {
@@ -203,7 +211,9 @@ func (d *Dispatcher) do(ctx context.Context, req Request, onRows func([]string) 
 		return sdk.Result{}, ErrExpired
 	}
 	if req.OnStart != nil {
-		req.OnStart()
+		if err := req.OnStart(); err != nil {
+			return sdk.Result{}, err
+		}
 	}
 	return d.exec.Execute(ctx, req.Request, onRows)
 }

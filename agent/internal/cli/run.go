@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -262,7 +263,8 @@ func runFleet(ctx context.Context, cfg config, log hclog.Logger, args []string, 
 	// the connection state and queue depth from them.
 	m := metrics.New()
 	m.WatchPlugins(sup.Status)
-	stopStatus, err := serveStatus(ctx, cfg, rs, sup, m, log)
+	var sess atomic.Pointer[session.Session] // set below, once the session exists
+	stopStatus, err := serveStatus(ctx, cfg, rs, sup, m, &sess, log)
 	if err != nil {
 		return fail(err)
 	}
@@ -312,6 +314,7 @@ func runFleet(ctx context.Context, cfg config, log hclog.Logger, args []string, 
 		Logger:           log.Named("fleet"),
 		InstallPlugin:    fleetInstaller(cfg, log.Named("fleet"), sup, keys),
 	})
+	sess.Store(s)
 	if err := s.Run(ctx); err != nil {
 		log.Error("stopping for good", "error", rows.Printable(err.Error()))
 		return fail(err)

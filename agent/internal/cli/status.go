@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -14,13 +15,14 @@ import (
 
 	"github.com/yuzugo/yuzu/agent/internal/control"
 	"github.com/yuzugo/yuzu/agent/internal/metrics"
+	"github.com/yuzugo/yuzu/agent/internal/session"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 // serveStatus has `run` answer `yuzu-agent status` on its socket until ctx ends or
 // the returned stop is called.
-func serveStatus(ctx context.Context, cfg config, rs runSettings, sup *supervisor.Supervisor, m *metrics.Metrics, log hclog.Logger) (func(), error) {
+func serveStatus(ctx context.Context, cfg config, rs runSettings, sup *supervisor.Supervisor, m *metrics.Metrics, sess *atomic.Pointer[session.Session], log hclog.Logger) (func(), error) {
 	l, err := control.Listen(cfg.dataDir)
 	if errors.Is(err, control.ErrNoUnixSockets) {
 		// The fleet link matters more than the status query: run on, and say so.
@@ -37,12 +39,16 @@ func serveStatus(ctx context.Context, cfg config, rs runSettings, sup *superviso
 	}
 	status := func() control.Report {
 		link := m.Link()
-		return control.Report{
+		r := control.Report{
 			Version: Version, Commit: Commit, PID: os.Getpid(), Started: started,
 			AgentID: cfg.agentID, Server: rs.server, ConfigFile: configFile,
 			Connected: link.Connected, Reconnects: link.Reconnects, QueueDepth: link.QueueDepth,
 			Plugins: sup.Status(),
 		}
+		if s := sess.Load(); s != nil {
+			r.JournalProblem, r.JournalSince, r.HeldAnswers = s.JournalState()
+		}
+		return r
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -90,7 +96,7 @@ func runStatus(ctx context.Context, cfg config, args []string, stdout, stderr io
 	if err := writeReport(stdout, r); err != nil {
 		return exitFail, nil
 	}
-	if !r.Connected {
+	if !r.Connected || r.JournalProblem != "" {
 		return exitFail, nil
 	}
 	for _, p := range r.Plugins {
@@ -116,6 +122,12 @@ func writeReport(w io.Writer, r control.Report) error {
 	fmt.Fprintf(w, "agent id:    %s\n", cell(r.AgentID))
 	fmt.Fprintf(w, "server:      %s, %s, %d reconnects\n", cell(r.Server), conn, r.Reconnects)
 	fmt.Fprintf(w, "queue:       %d commands waiting or running\n", r.QueueDepth)
+	if r.JournalProblem != "" {
+		fmt.Fprintf(w, "journal:     CANNOT WRITE since %s: %s; new commands are refused, %d answers held\n",
+			r.JournalSince.Format(time.RFC3339), cell(r.JournalProblem), r.HeldAnswers)
+	} else {
+		fmt.Fprintf(w, "journal:     writes\n")
+	}
 	fmt.Fprintf(w, "config file: %s\n", cell(r.ConfigFile))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PLUGIN\tVERSION\tTRUST\tSTATE\tPID\tRESTARTS\tROLLBACKS\tLAST ERROR\tMEMORY PEAK/LIMIT\tTASKS PEAK/LIMIT\tCPU LIMIT")

@@ -46,7 +46,12 @@ type Report struct {
 	Connected  bool   `json:"connected"`
 	Reconnects uint64 `json:"reconnects"`
 	// QueueDepth is the commands received and not yet answered.
-	QueueDepth int64               `json:"queue_depth"`
+	QueueDepth int64 `json:"queue_depth"`
+	// JournalProblem is why the command journal cannot write now ("" while it does),
+	// since JournalSince; HeldAnswers wait for it.
+	JournalProblem string    `json:"journal_problem,omitempty"`
+	JournalSince   time.Time `json:"journal_since,omitzero"`
+	HeldAnswers    int       `json:"held_answers,omitempty"`
 	Plugins    []supervisor.Status `json:"plugins"`
 }
 

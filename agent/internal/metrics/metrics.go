@@ -37,6 +37,8 @@ type Metrics struct {
 	queue      atomic.Int64
 	reconnects atomic.Uint64
 	connected  atomic.Int64
+	// journalDown is 1 while the command journal cannot write.
+	journalDown atomic.Int64
 	// status reads the supervisor's plugins for the restart counters (WatchPlugins).
 	status func() []supervisor.Status
 	// started stands in for the process start time: New runs during the agent's
@@ -96,6 +98,18 @@ func (m *Metrics) Connected(up bool) {
 		m.connected.Store(1)
 	} else {
 		m.connected.Store(0)
+	}
+}
+
+// JournalWritable records whether the command journal writes.
+func (m *Metrics) JournalWritable(ok bool) {
+	if m == nil {
+		return
+	}
+	if ok {
+		m.journalDown.Store(0)
+	} else {
+		m.journalDown.Store(1)
 	}
 }
 

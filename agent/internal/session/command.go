@@ -106,15 +106,29 @@ func (c *command) inPlugin() time.Duration {
 
 // onStart is the command's OnStart: the dispatcher has admitted it and the plugin is
 // about to have it. The start record is on disk first: were the agent killed while the
-// command runs, the restart must know it ran, and answer it.
-func (s *Session) onStart(c *command) {
+// command runs, the restart must know it ran, and answer it. A start the journal
+// cannot record refuses the command: run unrecorded, a repeat of its id after a
+// restart would run it a second time (a full disk is an ordinary event on endpoints).
+func (s *Session) onStart(c *command) error {
 	if err := <-s.o.Journal.Started(c.id); err != nil {
-		s.log.Error("command journal: start not recorded; running the command anyway", "id", shown(c.id), "error", err)
+		s.journalFailed(err)
+		return &journalError{err: err}
 	}
+	s.journalWrote()
 	c.began.Store(time.Now().UnixNano())
 	c.started.Store(true)
 	s.o.Metrics.QueueAdd(-1)
+	return nil
 }
+
+// journalError refuses a command whose start the journal could not record.
+type journalError struct{ err error }
+
+func (e *journalError) Error() string {
+	return "the command journal cannot record this command's start (" + e.err.Error() + "); it did not run"
+}
+
+func (e *journalError) Unwrap() error { return e.err }
 
 // returned records how long a started command was with its plugin, once the
 // dispatcher has returned it.
@@ -140,6 +154,9 @@ func truncate(s string, n int) string {
 
 // shown makes server text safe to echo: valid UTF-8, control bytes escaped, bounded.
 func shown(s string) string { return rows.Printable(truncate(s, maxShown)) }
+
+// shownLong is shown with room for an agent's own error message.
+func shownLong(s string) string { return rows.Printable(truncate(s, 1024)) }
 
 // handle takes one command from the stream. Everything that can be refused at once is
 // refused here, on the receiving goroutine; the rest runs on a goroutine of its own.
@@ -342,7 +359,7 @@ func (s *Session) run(c *command) {
 			Timeout: s.o.Timeout,
 		},
 		Expiry:  c.expiry,
-		OnStart: func() { s.onStart(c) },
+		OnStart: func() error { return s.onStart(c) },
 	}
 	// The dispatcher keeps this deadline; the watchdog below needs it now.
 	deadline := req.SetDeadline()
@@ -419,10 +436,15 @@ func (s *Session) sleep(c *command) bool {
 // answer turns the dispatcher's outcome into the command's last messages.
 func (s *Session) answer(c *command, rel *relay, res sdk.Result, err error) {
 	var waited *supervisor.WaitTimeoutError
+	var unrecorded *journalError
 	if !c.started.Load() {
 		switch {
 		case errors.Is(err, dispatch.ErrQueueFull):
 			s.finish(c, rejected(c.id, err.Error()))
+		case errors.As(err, &unrecorded):
+			// Not run and not recorded: a repeat of the id may run once the journal
+			// writes again.
+			s.finish(c, rejected(c.id, shownLong(err.Error())))
 		case errors.Is(err, dispatch.ErrExpired):
 			s.finish(c, rejected(c.id, msgExpired))
 		case s.cmdCtx.Err() != nil:

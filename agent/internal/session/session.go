@@ -194,6 +194,13 @@ type Session struct {
 	// connections), for the agent's own actions that call the server.
 	curConn *grpc.ClientConn
 	curSID  string
+
+	// The journal's health, and answers waiting for it to write (settle).
+	heldMu       sync.Mutex
+	held         []heldAnswer
+	retrying     bool
+	journalErr   string
+	journalSince time.Time
 }
 
 func (s *Session) conn() *grpc.ClientConn {
@@ -338,15 +345,120 @@ const (
 
 // settle records a command's terminal answer in the journal, then queues it: the
 // record that replays an answer exists before the answer leaves.
+//
+// An answer of a command that ran is held while the journal cannot record it, and
+// retried (holdRetry): sent unrecorded, it could be followed after a restart by a
+// second, different terminal for the same command (the restart would find the
+// command started and not finished, and answer it interrupted). An answer that
+// settles nothing (a refusal: the command never ran) goes out unrecorded, since a
+// repeat may run anyway.
 func (s *Session) settle(id string, resp *agentv1.CommandResponse, replay bool) {
 	data, err := proto.Marshal(slim(resp))
-	if err == nil {
-		err = s.o.Journal.Finish(journal.Entry{ID: id, Response: data, Replay: replay})
-	}
 	if err != nil {
-		s.log.Error("command journal: answer not recorded; sending it anyway", "id", rows.Printable(id), "error", err)
+		s.log.Error("command answer does not encode; sending it unrecorded", "id", rows.Printable(id), "error", err)
+		_ = s.out.push(s.life, outMsg{resp: resp, kind: kindTerminal})
+		return
 	}
-	_ = s.out.push(s.life, outMsg{resp: resp, kind: kindTerminal})
+	e := journal.Entry{ID: id, Response: data, Replay: replay}
+	s.heldMu.Lock()
+	holding := len(s.held) > 0
+	s.heldMu.Unlock()
+	if !holding {
+		if err = s.o.Journal.Finish(e); err == nil {
+			s.journalWrote()
+			_ = s.out.push(s.life, outMsg{resp: resp, kind: kindTerminal})
+			return
+		}
+		s.journalFailed(err)
+	}
+	if !replay {
+		_ = s.out.push(s.life, outMsg{resp: resp, kind: kindTerminal})
+		return
+	}
+	s.heldMu.Lock()
+	s.held = append(s.held, heldAnswer{e: e, resp: resp})
+	start := !s.retrying
+	s.retrying = true
+	s.heldMu.Unlock()
+	if start {
+		go s.holdRetry()
+	}
+}
+
+// heldAnswer is an answer waiting for the journal to record it.
+type heldAnswer struct {
+	e    journal.Entry
+	resp *agentv1.CommandResponse
+}
+
+// holdRetry records the held answers, oldest first, and sends each once it is on
+// disk, trying again with a growing pause (up to 30 s) while the journal fails, until
+// none is left or the session ends (the next start then answers them interrupted,
+// their one terminal).
+func (s *Session) holdRetry() {
+	pause := time.Second
+	for {
+		s.heldMu.Lock()
+		if len(s.held) == 0 {
+			s.retrying = false
+			s.heldMu.Unlock()
+			return
+		}
+		h := s.held[0]
+		s.heldMu.Unlock()
+		if err := s.o.Journal.Finish(h.e); err != nil {
+			s.journalFailed(err)
+			select {
+			case <-s.life.Done():
+				return
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, 30*time.Second)
+			continue
+		}
+		s.journalWrote()
+		pause = time.Second
+		s.heldMu.Lock()
+		s.held = s.held[1:]
+		s.heldMu.Unlock()
+		_ = s.out.push(s.life, outMsg{resp: h.resp, kind: kindTerminal})
+	}
+}
+
+// journalFailed notes that the journal could not write: said once, at error, when
+// it starts failing; status shows it until it writes again.
+func (s *Session) journalFailed(err error) {
+	s.heldMu.Lock()
+	first := s.journalErr == ""
+	s.journalErr = err.Error()
+	if first {
+		s.journalSince = time.Now()
+	}
+	s.heldMu.Unlock()
+	if first {
+		s.log.Error("command journal cannot write: new commands are refused (REJECTED) and answers are held until it can", "error", rows.Printable(err.Error()))
+	}
+	s.o.Metrics.JournalWritable(false)
+}
+
+// journalWrote notes that the journal wrote.
+func (s *Session) journalWrote() {
+	s.heldMu.Lock()
+	was := s.journalErr
+	s.journalErr = ""
+	s.heldMu.Unlock()
+	if was != "" {
+		s.log.Info("command journal writes again", "was", rows.Printable(was))
+		s.o.Metrics.JournalWritable(true)
+	}
+}
+
+// JournalState says whether the journal writes: the last error while it does not
+// (empty when it does), since when, and how many answers wait for it.
+func (s *Session) JournalState() (problem string, since time.Time, held int) {
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	return s.journalErr, s.journalSince, len(s.held)
 }
 
 // slimmed replaces an answer's output when the answer is too large to keep.

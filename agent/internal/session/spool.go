@@ -412,8 +412,11 @@ func (sp *spool) broken() {
 			sp.plan = append(sp.plan, planItem{a: a, m: &outMsg{resp: a.timing, kind: kindTiming}})
 		}
 		if a.termLeft && a.terminal != nil {
-			if (a.missing > 0 || a.damaged) && a.terminal.GetStatus() == agentv1.CommandResponse_SUCCESS {
-				a.errRow, a.terminal = sp.missingAnswer(a, a.terminal)
+			// The terminal that left is the command's one terminal: it goes again as
+			// it was, never as another, and the rows that cannot go again are said
+			// in an error row before it.
+			if (a.missing > 0 || a.damaged) && a.errRow == "" {
+				a.errRow, _ = sp.missingAnswer(a, a.terminal)
 			}
 			if a.errRow != "" {
 				sp.plan = append(sp.plan, planItem{a: a, m: &outMsg{resp: running(a.id, a.errRow), kind: kindLone}})
