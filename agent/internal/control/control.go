@@ -49,10 +49,10 @@ type Report struct {
 	QueueDepth int64 `json:"queue_depth"`
 	// JournalProblem is why the command journal cannot write now ("" while it does),
 	// since JournalSince; HeldAnswers wait for it.
-	JournalProblem string    `json:"journal_problem,omitempty"`
-	JournalSince   time.Time `json:"journal_since,omitzero"`
-	HeldAnswers    int       `json:"held_answers,omitempty"`
-	Plugins    []supervisor.Status `json:"plugins"`
+	JournalProblem string              `json:"journal_problem,omitempty"`
+	JournalSince   time.Time           `json:"journal_since,omitzero"`
+	HeldAnswers    int                 `json:"held_answers,omitempty"`
+	Plugins        []supervisor.Status `json:"plugins"`
 }
 
 // ReloadReport is what a running agent says after reading its plugin catalog again

@@ -169,16 +169,16 @@ type Journal struct {
 
 	// Owned by the writer goroutine (and by Open before it starts); read by tests
 	// after the writer has stopped.
-	nextSeq     uint64
-	segments    []uint64 // sequence numbers on disk, ascending
+	nextSeq  uint64
+	segments []uint64 // sequence numbers on disk, ascending
 	// base is the newest segment that holds the whole live state (0: none known).
 	// A compaction keeps the segments from base on, the generation before it: should
 	// the new compacted segment be lost (truncated, emptied), they still hold
 	// everything it held.
 	base        uint64
-	written     int      // records on disk
-	compactions int      // compactions since Open, the one in Open included
-	lastErr     error    // of the last flush; read by Close after done is closed
+	written     int   // records on disk
+	compactions int   // compactions since Open, the one in Open included
+	lastErr     error // of the last flush; read by Close after done is closed
 }
 
 // segmentPrefix and segmentSuffix frame a segment's name: seg-<16 hex digits>.jsonl.
