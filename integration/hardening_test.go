@@ -29,6 +29,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/yuzugo/yuzu/agent/supervisor"
+	"github.com/yuzugo/yuzu/agent/trust"
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/host"
 	"github.com/yuzugo/yuzu/sdk/safefile"
@@ -51,6 +52,9 @@ const (
 	// roleOwnerWriter owns the plugin binary and rewrites it in place, back and forth
 	// between other bytes and the listed ones.
 	roleOwnerWriter = "owner-writer"
+	// roleSourceSwapper puts its own bytes at a file offered to `plugins add`, by
+	// every way the file's directory lets it, all the time.
+	roleSourceSwapper = "source-swapper"
 )
 
 // Environment of the writer roles.
@@ -66,7 +70,7 @@ const nobody = 65534
 // A role runs before TestMain, which would otherwise build every binary first.
 func init() {
 	switch role := os.Getenv(roleEnv); role {
-	case roleDeniedWriter, roleOwnerWriter:
+	case roleDeniedWriter, roleOwnerWriter, roleSourceSwapper:
 		os.Exit(runWriter(role))
 	}
 }
@@ -148,6 +152,26 @@ func runWriter(role string) int {
 			try("write in place", writeInPlace(target, evil))
 			try("write back", writeInPlace(target, good))
 			try("chmod", os.Chmod(target, 0o755))
+			time.Sleep(time.Millisecond)
+		}
+	case roleSourceSwapper:
+		staged := filepath.Join(stage, "swap")
+		step = func() {
+			if _, err := os.Lstat(staged); err != nil {
+				_ = os.WriteFile(staged, evil, 0o755)
+			}
+			try("rename over", os.Rename(staged, target))
+			try("write in place", writeInPlace(target, evil))
+			try("chmod", os.Chmod(target, 0o755))
+			try("unlink", os.Remove(target))
+			f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+			if err == nil {
+				_, err = f.Write(evil)
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+			}
+			try("create", err)
 			time.Sleep(time.Millisecond)
 		}
 	default:
@@ -1389,5 +1413,109 @@ func TestHostileProvenanceNotUTF8(t *testing.T) {
 	}
 	if st := statusOf(t, s, "hostile"); st.Pid != pid || st.Restarts != 0 {
 		t.Errorf("the plugin was restarted over its provenance: %+v (was pid %d)", st, pid)
+	}
+}
+
+// TestPluginsAddSwappedSource: 30 `plugins add` runs of a file another user keeps
+// replacing with a script of its own (one that leaves a mark when it runs). From a
+// directory that user owns, with the file theirs (10) or root's (10), every add is
+// refused before a byte is read; from a sticky directory like /tmp (10), the user
+// cannot touch root's file and the add installs it. The script runs 0 times: the
+// trial start runs the store's copy of the bytes read once, never the path.
+func TestPluginsAddSwappedSource(t *testing.T) {
+	tr := newUnprivTree(t)
+	mark := filepath.Join(tr.base, "evil-ran")
+	evil := "#!/bin/sh\necho \"ran as $(id -u)\" >>" + mark + "\nexec sleep 60\n"
+	if err := os.WriteFile(tr.source, []byte(evil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	owned := filepath.Join(tr.base, "theirs")  // a directory the other user owns, like a home
+	sticky := filepath.Join(tr.base, "sticky") // root's, world-writable, sticky: a /tmp
+	for _, d := range []string{owned, sticky} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chown(owned, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(sticky, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	tags, err := os.ReadFile(binPath(tagsBin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// offer puts root's tags build at dir's tags path. In the other user's directory
+	// that races with the writer, which may remove or replace it at any moment: root's
+	// file is there some of the time, which is the point.
+	offer := func(dir string, mine bool) string {
+		path := filepath.Join(dir, tagsBin)
+		if mine {
+			_ = os.Remove(path)
+			if err := os.WriteFile(path, tags, 0o755); err != nil && dir == sticky {
+				t.Fatal(err)
+			}
+		}
+		return path
+	}
+	type leg struct {
+		name      string
+		dir       string
+		rootsFile bool
+		refused   string // what every refusal says; "" when the add must succeed
+	}
+	legs := []leg{
+		{"their file in their dir", owned, false, "the file's directory"},
+		{"root's file in their dir", owned, true, "the file's directory"},
+		{"root's file in a sticky dir", sticky, true, ""},
+	}
+	for _, l := range legs {
+		path := offer(l.dir, l.rootsFile)
+		if !l.rootsFile {
+			// Theirs from the start: the writer creates it.
+			_ = os.Remove(path)
+		}
+		wt := *tr
+		wt.target = path
+		w := startWriter(t, &wt, roleSourceSwapper)
+		added := 0
+		for i := 0; i < 10; i++ {
+			if l.rootsFile && l.dir == owned {
+				offer(l.dir, true) // root puts its file back; the writer swaps it again
+			}
+			world := newWorld(t)
+			r := world.pluginsCmd(nil, "add", path)
+			switch {
+			case l.refused != "" && (r.code != 1 || !strings.Contains(r.stderr, l.refused)):
+				t.Errorf("%s, add %d: want a refusal naming %q:\n%s", l.name, i, l.refused, r)
+			case l.refused == "" && r.code != 0:
+				t.Errorf("%s, add %d: root's file was refused:\n%s", l.name, i, r)
+			case l.refused == "":
+				cat, err := trust.Load(world.pluginDir)
+				if err != nil || cat.Entry("tags") == nil || cat.Entry("tags").SHA256 != built.sums[tagsBin] {
+					t.Errorf("%s, add %d: the catalog does not list root's tags build: %v", l.name, i, err)
+				}
+				added++
+			}
+		}
+		rep := w.stop(t)
+		t.Logf("%s: writer as uid %d, %d rounds, attempts %v, succeeded %v", l.name, rep.UID, rep.Rounds, rep.Attempts, rep.Succeeded)
+		if l.dir == owned && rep.Succeeded["rename over"]+rep.Succeeded["create"] == 0 {
+			t.Errorf("%s: the writer never put its file in place, so nothing was tried: %v", l.name, rep.Samples)
+		}
+		if l.dir == sticky {
+			for _, way := range []string{"rename over", "write in place", "chmod", "unlink", "create"} {
+				if rep.Succeeded[way] != 0 {
+					t.Errorf("%s: the writer could %s (%d times): the leg tests nothing", l.name, way, rep.Succeeded[way])
+				}
+			}
+			if added != 10 {
+				t.Errorf("%s: %d of 10 adds installed root's file", l.name, added)
+			}
+		}
+	}
+	if ran, err := os.ReadFile(mark); err == nil {
+		t.Errorf("the other user's script ran:\n%s", ran)
 	}
 }
