@@ -35,6 +35,12 @@ const (
 	fileWriteRights = fileWriteData | fileAppendData | rightDelete | writeDAC | writeOwner | genericAll | genericWrite
 	dirWriteRights  = fileWriteRights | fileDeleteChild
 
+	// Rights that let a holder read what a file says (Private): read data, and the
+	// generic rights that include it.
+	fileReadData = 0x1
+	genericRead  = 0x80000000
+	readRights   = fileReadData | genericRead | genericAll
+
 	aceAllowed     = 0
 	aceDenied      = 1
 	aceInheritOnly = 0x8
@@ -90,6 +96,33 @@ func checkDACL(owner string, hasDACL bool, aces []ace, self string, dir bool, na
 		}
 		if a.Mask&rights != 0 && !trusted(a.SID) {
 			return fmt.Errorf("writable by %s (access mask 0x%x): only SYSTEM, Administrators, TrustedInstaller and the agent's user may change it", who(a.SID), a.Mask)
+		}
+	}
+	return nil
+}
+
+// checkPrivateDACL says who besides the trusted accounts may read a file with this DACL,
+// or nil: the Windows side of Private. A missing DACL lets everyone read; an entry of a
+// type this check does not read is named rather than guessed at, as in checkDACL.
+func checkPrivateDACL(hasDACL bool, aces []ace, self string, name func(sid string) string) error {
+	if !hasDACL {
+		return fmt.Errorf("readable by everyone: it has no DACL")
+	}
+	for _, a := range aces {
+		if a.Flags&aceInheritOnly != 0 || a.Type == aceDenied {
+			continue
+		}
+		if a.Type != aceAllowed {
+			return fmt.Errorf("guarded by an access entry of type %d, which the agent does not read", a.Type)
+		}
+		if a.Mask&readRights != 0 && !trustedSIDs[a.SID] && (self == "" || a.SID != self) {
+			who := a.SID
+			if name != nil {
+				if n := name(a.SID); n != "" {
+					who = rows.Printable(n) + " (" + a.SID + ")"
+				}
+			}
+			return fmt.Errorf("readable by %s (access mask 0x%x)", who, a.Mask)
 		}
 	}
 	return nil

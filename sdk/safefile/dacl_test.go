@@ -72,3 +72,44 @@ func TestCheckDACL(t *testing.T) {
 		t.Error("an owner was trusted as the agent's user when that user is unknown")
 	}
 }
+
+// TestCheckPrivateDACL: who besides the trusted accounts may read a file, on DACLs as
+// Windows and Wine hand them out.
+func TestCheckPrivateDACL(t *testing.T) {
+	const (
+		self   = "S-1-5-21-1-2-3-1001"
+		users  = "S-1-5-32-545"
+		system = "S-1-5-18"
+		admins = "S-1-5-32-544"
+		world  = "S-1-1-0"
+	)
+	full, read := uint32(0x1f01ff), uint32(0x1200a9)
+	base := []ace{{Mask: full, SID: system}, {Mask: full, SID: admins}}
+	with := func(extra ...ace) []ace { return append(append([]ace(nil), base...), extra...) }
+	names := map[string]string{users: `BUILTIN\Users`}
+	for _, c := range []struct {
+		name    string
+		hasDACL bool
+		aces    []ace
+		want    string
+	}{
+		{"system and admins only", true, base, ""},
+		{"the agent's user", true, with(ace{Mask: full, SID: self}), ""},
+		{"users may read (an inherited ProgramData DACL)", true, with(ace{Mask: read, SID: users}), `readable by BUILTIN\Users (S-1-5-32-545) (access mask 0x1200a9)`},
+		{"Wine's 0644", true, []ace{{Mask: full, SID: system}, {Mask: full, SID: self}, {Mask: read, SID: world}}, "readable by S-1-1-0"},
+		{"generic read", true, with(ace{Mask: 0x80000000, SID: users}), "readable by"},
+		{"attributes only", true, with(ace{Mask: 0x80 | 0x100000, SID: users}), ""},
+		{"a deny entry is no grant", true, with(ace{Type: 1, Mask: full, SID: world}), ""},
+		{"inherit-only is not this file's", true, with(ace{Flags: 0x8 | 0x3, Mask: full, SID: users}), ""},
+		{"an object entry is not guessed at", true, with(ace{Type: 5, Mask: full}), "access entry of type 5"},
+		{"no DACL", false, nil, "readable by everyone"},
+	} {
+		err := checkPrivateDACL(c.hasDACL, c.aces, self, func(sid string) string { return names[sid] })
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: got %v, want an error with %q", c.name, err, c.want)
+		}
+	}
+}

@@ -66,3 +66,13 @@ func TrustedFile(_ *os.File, fi fs.FileInfo, sticky bool) error { return Trusted
 // TrustedPath is Trusted for path, whose Lstat is fi. On Unix the stat says it all;
 // Windows opens path to read its owner and DACL.
 func TrustedPath(_ string, fi fs.FileInfo, sticky bool) error { return Trusted(fi, sticky) }
+
+// Private reports whether only its owner (and root) can read the open file f, whose
+// stat is fi: a file that holds a secret (a key, a token) should be neither group- nor
+// world-readable. The error says who else can read it.
+func Private(_ *os.File, fi fs.FileInfo) error {
+	if perm := fi.Mode().Perm(); perm&0o044 != 0 {
+		return fmt.Errorf("readable by group or others (mode %04o)", perm)
+	}
+	return nil
+}

@@ -163,3 +163,29 @@ func TestTrustedDir(t *testing.T) {
 		}
 	}
 }
+
+// TestPrivate: a file only its owner may read is private; group or world read is
+// named with the mode.
+func TestPrivate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(path, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		mode os.FileMode
+		want string
+	}{{0o600, ""}, {0o400, ""}, {0o640, "readable by group or others (mode 0640)"}, {0o604, "(mode 0604)"}} {
+		if err := os.Chmod(path, c.mode); err != nil {
+			t.Fatal(err)
+		}
+		f, fi, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = Private(f, fi)
+		f.Close()
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("mode %04o: %v, want %q", c.mode, err, c.want)
+		}
+	}
+}

@@ -67,46 +67,77 @@ func TrustedPath(path string, fi fs.FileInfo, _ bool) error {
 
 // trustedHandle reads the owner and DACL of h and judges them (checkDACL).
 func trustedHandle(h windows.Handle, dir bool) error {
+	sec, err := readSecurity(h)
+	if err != nil {
+		return err
+	}
+	return checkDACL(sec.owner, sec.hasDACL, sec.aces, sec.self, dir, accountName)
+}
+
+// Private reports whether only trusted accounts (SYSTEM, Administrators,
+// TrustedInstaller, the agent's user) can read the open file f: a file that holds a
+// secret (a key, a token) should give no one else read access. The error says who
+// else can read it. fi is not needed on Windows.
+func Private(f *os.File, _ fs.FileInfo) error {
+	sec, err := readSecurity(windows.Handle(f.Fd()))
+	if err != nil {
+		return err
+	}
+	return checkPrivateDACL(sec.hasDACL, sec.aces, sec.self, accountName)
+}
+
+// security is a file's owner and DACL as the checks read them, with the SID of the
+// user this process runs as.
+type security struct {
+	owner, self string
+	hasDACL     bool
+	aces        []ace
+}
+
+// readSecurity reads the owner and DACL of h.
+func readSecurity(h windows.Handle) (security, error) {
+	var sec security
 	sd, err := windows.GetSecurityInfo(h, windows.SE_FILE_OBJECT,
 		windows.OWNER_SECURITY_INFORMATION|windows.DACL_SECURITY_INFORMATION)
 	if err != nil {
-		return fmt.Errorf("cannot read its owner and DACL: %w", err)
+		return sec, fmt.Errorf("cannot read its owner and DACL: %w", err)
 	}
 	owner, _, err := sd.Owner()
 	if err != nil {
-		return fmt.Errorf("cannot read its owner: %w", err)
+		return sec, fmt.Errorf("cannot read its owner: %w", err)
 	}
 	if owner == nil {
-		return fmt.Errorf("it has no owner")
+		return sec, fmt.Errorf("it has no owner")
 	}
+	sec.owner = owner.String()
 	// The agent's own user is trusted like SYSTEM: it could change the file anyway.
 	// Without it (a token that cannot be read) only the fixed accounts are.
-	self := ""
 	if u, err := windows.GetCurrentProcessToken().GetTokenUser(); err == nil {
-		self = u.User.Sid.String()
+		sec.self = u.User.Sid.String()
 	}
 	dacl, _, err := sd.DACL()
 	if err == windows.ERROR_OBJECT_NOT_FOUND || (err == nil && dacl == nil) {
-		return checkDACL(owner.String(), false, nil, self, dir, accountName)
+		return sec, nil
 	}
 	if err != nil {
-		return fmt.Errorf("cannot read its DACL: %w", err)
+		return sec, fmt.Errorf("cannot read its DACL: %w", err)
 	}
-	aces := make([]ace, 0, dacl.AceCount)
+	sec.hasDACL = true
+	sec.aces = make([]ace, 0, dacl.AceCount)
 	for i := uint32(0); i < uint32(dacl.AceCount); i++ {
 		var a *windows.ACCESS_ALLOWED_ACE
 		if err := windows.GetAce(dacl, i, &a); err != nil {
-			return fmt.Errorf("cannot read entry %d of its DACL: %w", i, err)
+			return sec, fmt.Errorf("cannot read entry %d of its DACL: %w", i, err)
 		}
 		e := ace{Type: a.Header.AceType, Flags: a.Header.AceFlags, Mask: uint32(a.Mask)}
 		// The allowed and denied types keep their SID at SidStart; the other types
-		// keep it elsewhere, and checkDACL refuses them by type without a SID.
+		// keep it elsewhere, and the checks refuse them by type without a SID.
 		if e.Type == aceAllowed || e.Type == aceDenied {
 			e.SID = (*windows.SID)(unsafe.Pointer(&a.SidStart)).String()
 		}
-		aces = append(aces, e)
+		sec.aces = append(sec.aces, e)
 	}
-	return checkDACL(owner.String(), true, aces, self, dir, accountName)
+	return sec, nil
 }
 
 // accountName is DOMAIN\account for a SID string, or "" when it cannot be looked up.
