@@ -6,8 +6,10 @@
 package agentconf
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"sort"
@@ -93,6 +95,9 @@ type File struct {
 	Path     string
 	Settings map[string]Value
 	Plugins  map[string]Plugin
+	// Readable says who besides the trusted accounts can read the file (nil: no one),
+	// as Load found it: a file that holds a secret setting should be private.
+	Readable error
 }
 
 // Line is what an error names: the file and line.
@@ -118,7 +123,12 @@ func Load(path string, keys map[string]Kind) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configuration file %s: %w", path, err)
 	}
-	return Parse(path, b, keys)
+	cf, err := Parse(path, b, keys)
+	if err != nil {
+		return nil, err
+	}
+	cf.Readable = safefile.Private(f, fi)
+	return cf, nil
 }
 
 // Parse checks a file's bytes; path only names it in errors.
@@ -127,11 +137,27 @@ func Parse(path string, b []byte, keys map[string]Kind) (*File, error) {
 	if !utf8.Valid(b) {
 		return nil, fmt.Errorf("%s: not valid UTF-8", path)
 	}
+	// One document only: a second one after "---" would be read by nothing, so the
+	// settings in it would be silently lost.
+	dec := yaml.NewDecoder(bytes.NewReader(b))
 	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
+	if err := dec.Decode(&doc); err != nil && err != io.EOF {
 		return nil, fmt.Errorf("%s: %s", path, rows.Printable(err.Error()))
 	}
-	if doc.Kind == 0 || len(doc.Content) == 0 {
+	for {
+		var more yaml.Node
+		err := dec.Decode(&more)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s", path, rows.Printable(err.Error()))
+		}
+		if !emptyDoc(&more) {
+			return nil, fmt.Errorf("%s: a second YAML document: the file must be one document (no second \"---\")", cf.Line(max(more.Line, 1)))
+		}
+	}
+	if emptyDoc(&doc) {
 		return cf, nil // empty file: nothing set
 	}
 	root := doc.Content[0]
@@ -166,6 +192,15 @@ func Parse(path string, b []byte, keys map[string]Kind) (*File, error) {
 		cf.Settings[name] = Value{Text: text, Line: v.Line}
 	}
 	return cf, nil
+}
+
+// emptyDoc is a document that sets nothing: none at all, or only "---" or a null.
+func emptyDoc(d *yaml.Node) bool {
+	if d.Kind == 0 || len(d.Content) == 0 {
+		return true
+	}
+	r := d.Content[0]
+	return len(d.Content) == 1 && r.Kind == yaml.ScalarNode && r.Tag == "!!null"
 }
 
 // hint suggests the flag spelling for a key written with underscores.
