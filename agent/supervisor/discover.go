@@ -172,3 +172,21 @@ func sortedNames(m map[string]*binary) []string {
 	sort.Strings(names)
 	return names
 }
+
+// Survey is what New would make of opts.PluginDir, without starting anything: each
+// plugin it would keep, with why it would be refused (nil: it would run). An error
+// means New would fail.
+func Survey(opts Options) (map[string]error, error) {
+	view, err := discover(opts.PluginDir, opts.Keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]error, len(view.bins))
+	for name, b := range view.bins {
+		out[name] = b.refused
+		if b.refused == nil && opts.Disabled[name] {
+			out[name] = &RefusedError{Path: b.Path, Reason: "disabled in the configuration file (plugins." + name + ".enabled: false)"}
+		}
+	}
+	return out, nil
+}

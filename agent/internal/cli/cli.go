@@ -66,6 +66,8 @@ commands:
                                        long-lived agent, with history and Tab completion;
                                        reads plain lines from a pipe (docs/agent.md)
   config show                          print every setting, its value and its source
+  config check [--strict]              what run would refuse to start with (exit 1) and the
+                                       warnings it would log; --strict: warnings fail too
   status                               ask the running agent (run) for its link, queue and plugins
   diagnostics [--out FILE]             write a tar.gz for support (docs/operations.md)
   service install|uninstall|status     the systemd unit, launchd daemon or Windows service
@@ -105,7 +107,11 @@ run flags:
   --client-cert FILE        PEM client certificate for mutual TLS [YUZU_CLIENT_CERT]
   --client-key FILE         its PEM key [YUZU_CLIENT_KEY]
   --no-tls                  plaintext, for a test server only [YUZU_NO_TLS=1]
-  --enrollment-token TOKEN  sent with every registration [YUZU_ENROLLMENT_TOKEN]
+  --enrollment-token-file FILE
+                            the enrollment token, sent with every registration, read
+                            from FILE [YUZU_ENROLLMENT_TOKEN_FILE]; --enrollment-token
+                            TOKEN [YUZU_ENROLLMENT_TOKEN] gives it inline (on the command
+                            line every local user can read it: the agent warns)
   --heartbeat DURATION      heartbeat period, e.g. 30s or 30 [YUZU_HEARTBEAT] (default 30s)
   --metrics-listen ADDR     serve Prometheus metrics on ADDR/metrics [YUZU_METRICS_LISTEN]
                             (default off)
@@ -157,7 +163,9 @@ type config struct {
 	definitions bool
 	// plugins add's switches and --signature FILE.
 	force, allowDowngrade, ifNewer bool
-	signature                      string
+	// strict is config check's --strict: warnings fail the check too.
+	strict    bool
+	signature string
 	// publishersDir holds the publishers' keys (docs/agent.md "Plugin catalog and
 	// signatures"): none there, no signature is asked for.
 	publishersDir string
@@ -179,13 +187,17 @@ type config struct {
 	clientCert      string
 	clientKey       string
 	enrollmentToken string
-	heartbeat       string
-	metricsListen   string
-	spoolAnswer     string
-	spoolTotal      string
-	idleStop        string // checked by parseArgs (parseIdleStop)
-	noTLS           bool
-	tlsSystemRoots  bool
+	// tokenOnCommandLine: --enrollment-token was given as a flag, where every local
+	// user can read it (ps, /proc/PID/cmdline).
+	tokenOnCommandLine  bool
+	enrollmentTokenFile string
+	heartbeat           string
+	metricsListen       string
+	spoolAnswer         string
+	spoolTotal          string
+	idleStop            string // checked by parseArgs (parseIdleStop)
+	noTLS               bool
+	tlsSystemRoots      bool
 }
 
 // valueFlags are the flags that take a value, with their environment variables.
@@ -206,16 +218,17 @@ var valueFlags = map[string]string{
 	"signature":      "", // plugins add's --signature: the command line only
 	"publishers-dir": "YUZU_PUBLISHERS_DIR",
 
-	"server":           "YUZU_SERVER",
-	"ca-cert":          "YUZU_CA_CERT",
-	"client-cert":      "YUZU_CLIENT_CERT",
-	"client-key":       "YUZU_CLIENT_KEY",
-	"enrollment-token": "YUZU_ENROLLMENT_TOKEN",
-	"heartbeat":        "YUZU_HEARTBEAT",
-	"metrics-listen":   "YUZU_METRICS_LISTEN",
-	"spool-answer-mib": "YUZU_SPOOL_ANSWER_MIB",
-	"spool-total-mib":  "YUZU_SPOOL_TOTAL_MIB",
-	"idle-stop":        "YUZU_IDLE_STOP",
+	"server":                "YUZU_SERVER",
+	"ca-cert":               "YUZU_CA_CERT",
+	"client-cert":           "YUZU_CLIENT_CERT",
+	"client-key":            "YUZU_CLIENT_KEY",
+	"enrollment-token":      "YUZU_ENROLLMENT_TOKEN",
+	"enrollment-token-file": "YUZU_ENROLLMENT_TOKEN_FILE",
+	"heartbeat":             "YUZU_HEARTBEAT",
+	"metrics-listen":        "YUZU_METRICS_LISTEN",
+	"spool-answer-mib":      "YUZU_SPOOL_ANSWER_MIB",
+	"spool-total-mib":       "YUZU_SPOOL_TOTAL_MIB",
+	"idle-stop":             "YUZU_IDLE_STOP",
 }
 
 // parseArgs separates global flags (accepted anywhere before `--`) from positional
@@ -262,6 +275,13 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 			continue
 		case "definitions":
 			cfg.definitions = true
+			continue
+		case "strict":
+			// config check's switch: the command line only.
+			if hasVal {
+				return cfg, nil, usagef("flag --%s takes no value", name)
+			}
+			cfg.strict = true
 			continue
 		case "force", "allow-downgrade", "if-newer":
 			// plugins add's switches: the command line only, never a setting.
@@ -315,7 +335,11 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 	}
 	cfg.file = &fileSettings{sources: settingSources(vals, bools, getenv, file), disabled: disabledPlugins(file)}
 	if file != nil {
-		cfg.file.path = file.Path
+		cfg.file.path, cfg.file.readable = file.Path, file.Readable
+		cfg.file.plugins = map[string]int{}
+		for name, p := range file.Plugins {
+			cfg.file.plugins[name] = p.Line
+		}
 	}
 	getenv = layered(getenv, file)
 	get := func(name string) (string, bool, error) {
@@ -360,6 +384,8 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 	cfg.clientCert = str("client-cert")
 	cfg.clientKey = str("client-key")
 	cfg.enrollmentToken = str("enrollment-token")
+	_, cfg.tokenOnCommandLine = vals["enrollment-token"]
+	cfg.enrollmentTokenFile = str("enrollment-token-file")
 	cfg.heartbeat = str("heartbeat")
 	cfg.metricsListen = str("metrics-listen")
 	cfg.spoolAnswer = str("spool-answer-mib")
@@ -579,6 +605,9 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 	if cfg.outputFlag && pos[0] != "exec" {
 		return usageExit(stderr, usagef("--output belongs to exec"))
 	}
+	if cfg.strict && (pos[0] != "config" || len(pos) < 2 || pos[1] != "check") {
+		return usageExit(stderr, usagef("--strict belongs to config check"))
+	}
 	if (cfg.force || cfg.allowDowngrade || cfg.ifNewer || cfg.signature != "") && (pos[0] != "plugins" || len(pos) < 2 || pos[1] != "add") {
 		return usageExit(stderr, usagef("--force, --allow-downgrade, --if-newer and --signature belong to plugins add"))
 	}
@@ -612,13 +641,13 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 	case "shell":
 		code, err = runShell(cfg, log, pos[1:], os.Stdin, stdout, stderr)
 	case "config":
-		code, err = runConfig(cfg, pos[1:], stdout)
+		code, err = runConfig(cfg, log, pos[1:], stdout)
 	case "status":
 		code, err = runStatus(ctx, cfg, pos[1:], stdout, stderr)
 	case "diagnostics":
 		code, err = runDiagnostics(ctx, cfg, pos[1:], stdout, stderr)
 	case "service":
-		code, err = runService(ctx, cfg, pos[1:], stdout, stderr)
+		code, err = runService(ctx, cfg, log, pos[1:], stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

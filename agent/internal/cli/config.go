@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/yuzugo/yuzu/agent/internal/agentconf"
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
@@ -24,6 +26,8 @@ type fileSettings struct {
 	path     string            // empty when no file was read
 	sources  map[string]string // setting name: where its value came from
 	disabled map[string]bool   // plugins the file turns off
+	plugins  map[string]int    // plugins the file has a section for: the section's line
+	readable error             // who besides the trusted accounts can read the file
 }
 
 // configEnv names the configuration file when --config does not.
@@ -164,7 +168,7 @@ func settingSources(vals map[string]string, bools map[string]bool, getenv func(s
 	}
 	for name, env := range valueFlags {
 		_, given := vals[name]
-		if name == "out" {
+		if commandOnly[name] && name != "config" {
 			continue
 		}
 		one(name, env, given)
@@ -240,7 +244,8 @@ func configRows(cfg config) []configRow {
 		"log-level": cfg.logLevel, "log-format": cfg.logFormat, "plugin-limits": cfg.limits,
 		"server": cfg.server, "ca-cert": cfg.caCert, "client-cert": cfg.clientCert,
 		"client-key": cfg.clientKey, "enrollment-token": cfg.enrollmentToken,
-		"heartbeat": cfg.heartbeat, "metrics-listen": cfg.metricsListen,
+		"enrollment-token-file": cfg.enrollmentTokenFile,
+		"heartbeat":             cfg.heartbeat, "metrics-listen": cfg.metricsListen,
 		"spool-answer-mib": cfg.spoolAnswer, "spool-total-mib": cfg.spoolTotal,
 		"no-tls": fmt.Sprint(cfg.noTLS), "tls-system-roots": fmt.Sprint(cfg.tlsSystemRoots),
 		"timeout": cfg.timeout.String(), "idle-stop": cfg.idleStop,
@@ -296,13 +301,16 @@ func writeConfigRows(w io.Writer, rs []configRow) error {
 	return tw.Flush()
 }
 
-// runConfig is `yuzu-agent config show`.
-func runConfig(cfg config, args []string, stdout io.Writer) (int, error) {
+// runConfig is `yuzu-agent config show` and `config check` (check.go).
+func runConfig(cfg config, log hclog.Logger, args []string, stdout io.Writer) (int, error) {
 	if cfg.file == nil {
 		cfg.file = &fileSettings{}
 	}
+	if len(args) >= 1 && args[0] == "check" {
+		return runConfigCheck(cfg, log, args[1:], stdout)
+	}
 	if len(args) != 1 || args[0] != "show" {
-		return 0, usagef("config takes one argument: show")
+		return 0, usagef("config takes show or check")
 	}
 	if cfg.file.path == "" {
 		fmt.Fprintf(stdout, "configuration file: none (%s is absent)\n", rows.Printable(defaultConfigPath(runtime.GOOS, os.Getenv)))
@@ -310,6 +318,13 @@ func runConfig(cfg config, args []string, stdout io.Writer) (int, error) {
 		fmt.Fprintf(stdout, "configuration file: %s\n", rows.Printable(cfg.file.path))
 	}
 	if err := writeConfigRows(stdout, configRows(cfg)); err != nil {
+		return exitFail, nil
+	}
+	// A value run would refuse is said here too, so that show never looks like a
+	// clean bill; config check looks further (files, plugins, secrets).
+	if _, err := checkRun(cfg); err != nil {
+		fmt.Fprintln(stdout, "problem:", rows.Printable(blame(cfg, err).Error()))
+		fmt.Fprintln(stdout, "run would refuse to start; yuzu-agent config check lists every problem")
 		return exitFail, nil
 	}
 	return exitOK, nil

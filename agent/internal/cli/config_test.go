@@ -129,6 +129,7 @@ func TestConfigFileErrors(t *testing.T) {
 		{"bad value from the file is blamed on the file", "log-level: loud\n", `--log-level "loud": want trace, debug, info, warn or error (set by file `},
 		{"limits out of range", "plugins:\n  tags:\n    limits: {memory_mib: 1}\n", "--plugin-limits"},
 		{"invalid UTF-8", "server: \xff\n", "not valid UTF-8"},
+		{"a second document", "server: a:1\n---\nplugins:\n  firewall: {enabled: false}\n", `agent.yaml:2: a second YAML document: the file must be one document`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -192,7 +193,7 @@ func TestConfigFileIsOpenedSafely(t *testing.T) {
 func TestConfigShow(t *testing.T) {
 	path := writeConfig(t, "enrollment-token: s3cret\nserver: fleet:443\nplugins:\n  firewall: {enabled: false}\n")
 	var stdout, stderr bytes.Buffer
-	code := Main([]string{"--config", path, "--heartbeat", "10s", "config", "show"}, &stdout, &stderr)
+	code := Main([]string{"--config", path, "--heartbeat", "10s", "--tls-system-roots", "config", "show"}, &stdout, &stderr)
 	out := stdout.String()
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr.String())
@@ -230,5 +231,15 @@ func TestIdleStopNames(t *testing.T) {
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
 			t.Errorf("parseIdleStop(%q) = %v, want %q", v, err, want)
 		}
+	}
+}
+
+// config show says what run would refuse, and exits 1 then.
+func TestConfigShowSaysRunWouldRefuse(t *testing.T) {
+	path := writeConfig(t, "heartbeat: fast\ntls-system-roots: true\n")
+	var stdout, stderr bytes.Buffer
+	code := Main([]string{"--config", path, "config", "show"}, &stdout, &stderr)
+	if code != exitFail || !strings.Contains(stdout.String(), "problem: --heartbeat \"fast\": want a duration like 30s or a number of seconds (set by file "+path+":1)\n") {
+		t.Errorf("exit %d:\n%s%s", code, stdout.String(), stderr.String())
 	}
 }

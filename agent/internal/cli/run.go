@@ -130,6 +130,11 @@ type runSettings struct {
 	tls                     *tls.Config // nil with --no-tls
 	spoolAnswer, spoolTotal int64       // bytes; negative: keep none
 	idleStop                map[string]time.Duration
+	// token is the enrollment token, from --enrollment-token or the file
+	// --enrollment-token-file names.
+	token string
+	// tokenExposed says who else can read the token file (nil: no one).
+	tokenExposed error
 }
 
 // maxSpoolMiB bounds the spool flags: a terabyte of rows on disk is past any purpose.
@@ -180,6 +185,15 @@ func checkRun(cfg config) (runSettings, error) {
 	if rs.idleStop, err = parseIdleStop(cfg.idleStop); err != nil {
 		return rs, err
 	}
+	rs.token = cfg.enrollmentToken
+	if cfg.enrollmentTokenFile != "" {
+		if cfg.enrollmentToken != "" {
+			return rs, usagef("--enrollment-token and --enrollment-token-file both give the enrollment token: keep one")
+		}
+		if rs.token, rs.tokenExposed, err = readTokenFile(cfg.enrollmentTokenFile); err != nil {
+			return rs, fmt.Errorf("--enrollment-token-file: %w", err)
+		}
+	}
 	if rs.spoolAnswer, err = spoolBytes("spool-answer-mib", cfg.spoolAnswer); err != nil {
 		return rs, err
 	}
@@ -229,8 +243,8 @@ func runFleet(ctx context.Context, cfg config, log hclog.Logger, args []string, 
 	if err != nil {
 		return fail(err)
 	}
-	if rs.tls == nil {
-		log.Warn("TLS is off (--no-tls): commands and answers travel in clear text; use it only with a test server")
+	for _, w := range settingsWarnings(cfg, rs) {
+		log.Warn(w)
 	}
 	var listener net.Listener
 	if cfg.metricsListen != "" {
@@ -299,7 +313,7 @@ func runFleet(ctx context.Context, cfg config, log hclog.Logger, args []string, 
 	s := session.New(session.Options{
 		Server:           rs.server,
 		TLS:              rs.tls,
-		EnrollmentToken:  cfg.enrollmentToken,
+		EnrollmentToken:  rs.token,
 		Heartbeat:        rs.heartbeat,
 		Timeout:          cfg.timeout,
 		AgentID:          cfg.agentID,
