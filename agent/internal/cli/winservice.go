@@ -128,11 +128,19 @@ func windowsService(ctx context.Context, m scmManager, action, exe, conf string,
 			fmt.Fprintf(stderr, "yuzu-agent: service: restart on failure: %s\n", rows.Printable(err.Error()))
 		}
 		if err := s.Start(); err != nil {
+			// The SCM refused to start it: take the registration back, so that a
+			// failed install leaves nothing behind.
+			if derr := s.Delete(); derr != nil {
+				return fail(fmt.Errorf("starting %s: %w; removing it again: %v", name, err, derr))
+			}
+			fmt.Fprintf(stdout, "removed service %s again\n", name)
 			return fail(fmt.Errorf("starting %s: %w", name, err))
 		}
 		st, err := waitState(ctx, s, scmRunning)
 		if err != nil {
-			return fail(fmt.Errorf("starting %s: %w", name, err))
+			// It was started and may yet run: it stays, and the operator is told
+			// where to look and how to take it away.
+			return fail(fmt.Errorf("starting %s: %w; it stays installed: its log says why, and `yuzu-agent service uninstall` removes it", name, err))
 		}
 		fmt.Fprintf(stdout, "started service %s (pid %d)\n", name, st.PID)
 		return exitOK
