@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/yuzugo/yuzu/agent/internal/capture"
 	"github.com/yuzugo/yuzu/sdk"
@@ -77,6 +78,9 @@ func (captureWriter) Declare([]sdk.RowKind) {}
 // agentErrorResult is what an agent-side failure answers, as capture.AgentError.
 var agentErrorResult = sdk.Result{Code: 1}
 
+// unknownActionPrefix starts the SDK's row for an action the plugin lacks.
+const unknownActionPrefix = "unknown action: "
+
 // errorColumns name the field of an `error|<message>` row, which no action declares.
 var errorColumns = []string{"message"}
 
@@ -125,6 +129,13 @@ func hasDuplicate(names []string) bool {
 // unescaped `|` and its values are not named: a name on a value that may not be that
 // column's would invent an answer.
 func (k kinds) cut(r string) row {
+	// The SDK's answer to an action a plugin does not have is the bare row
+	// "unknown action: NAME" (no error| prefix, kept so on the wire for upstream
+	// servers). Here it is what it means, an error row: read as a kind, a message
+	// would pass for a column name.
+	if strings.HasPrefix(r, unknownActionPrefix) && !strings.Contains(r, "|") {
+		return row{kind: "error", names: errorColumns, values: []string{r}}
+	}
 	kind := rows.Split(r, 2)[0]
 	if names, ok := k[kind]; ok {
 		f := rows.Split(r, len(names)+1)

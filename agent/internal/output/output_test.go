@@ -61,7 +61,7 @@ var wantRows = []jsonRow{
 	{Kind: "summary", Fields: map[string]string{"count": "2"}},
 	{Kind: "error", Fields: map[string]string{"message": "plugin said: \x1b]0;owned\x07"}},
 	{Kind: "mystery", Values: []string{"x", "y\tz"}},
-	{Kind: "unknown action: nope", Values: []string{}},
+	{Kind: "error", Fields: map[string]string{"message": "unknown action: nope"}}, // the SDK's answer to no such action
 	{Kind: "bare", Fields: map[string]string{}},
 	{Kind: "bare", Values: []string{"extra"}},
 }
@@ -241,12 +241,10 @@ summary  2
 
 KIND   MESSAGE
 error  plugin said: \x1b]0;owned\x07
+error  unknown action: nope
 
 KIND     FIELD1  FIELD2
 mystery  x       y\x09z
-
-KIND
-unknown action: nope
 
 KIND
 bare
