@@ -24,7 +24,7 @@ func TestTestServerConsole(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*agentTimeout)
 	defer cancel()
 	pki := filepath.Join(t.TempDir(), "pki")
-	srv := exec.CommandContext(ctx, binPath(testserverBin), "-listen", "127.0.0.1:0", "-dir", pki, "-plugin-dir", w.pluginDir)
+	srv := exec.CommandContext(ctx, binPath(testserverBin), "-listen", "127.0.0.1:0", "-dir", pki, "-plugin-dir", w.pluginDir, "-enrollment-token", "t0ken")
 	srv.Env = baseEnv()
 	stdin, err := srv.StdinPipe()
 	if err != nil {
@@ -54,6 +54,14 @@ func TestTestServerConsole(t *testing.T) {
 	if len(args) < 4 || args[0] != "yuzu-agent" || args[1] != "run" {
 		t.Fatalf("the printed line is not a yuzu-agent run line: %q", runLine)
 	}
+	if strings.Contains(runLine, "t0ken") || !strings.Contains(runLine, "--enrollment-token-file "+filepath.Join(pki, "enrollment-token")) {
+		t.Errorf("the run line does not give the token as a file: %q", runLine)
+	}
+	at = scr.waitFor(t, end, "command ids are ")
+	end = scr.waitFor(t, at, "-N, a new prefix at every start\n")
+	scr.mu.Lock()
+	ids := scr.buf.String()[at : end-len("-N, a new prefix at every start\n")]
+	scr.mu.Unlock()
 	for _, f := range []string{"ca.pem", "client.pem", "client-key.pem"} {
 		if !strings.Contains(runLine, filepath.Join(pki, f)) {
 			t.Errorf("the run line does not name %s in %s: %q", f, pki, runLine)
@@ -77,12 +85,12 @@ func TestTestServerConsole(t *testing.T) {
 
 	typ("send tags set key=note value='two words'")
 	at = scr.waitFor(t, at, "fleet: registered agent ")
-	at = scr.waitFor(t, at, "cmd-1 RUNNING  tag_set|note|two words\n")
-	at = scr.waitFor(t, at, "cmd-1 SUCCESS  exit_code=0")
+	at = scr.waitFor(t, at, ids+"-1 RUNNING  tag_set|note|two words\n")
+	at = scr.waitFor(t, at, ids+"-1 SUCCESS  exit_code=0")
 	typ("send device.tags.get key=note")
-	at = scr.waitFor(t, at, "-> cmd-2: tags get key=note\n")
-	at = scr.waitFor(t, at, "cmd-2 RUNNING  tag|note|two words\n")
-	at = scr.waitFor(t, at, "cmd-2 SUCCESS  exit_code=0")
+	at = scr.waitFor(t, at, "-> "+ids+"-2: tags get key=note\n")
+	at = scr.waitFor(t, at, ids+"-2 RUNNING  tag|note|two words\n")
+	at = scr.waitFor(t, at, ids+"-2 SUCCESS  exit_code=0")
 	typ("send device.tags.get nokey=1")
 	at = scr.waitFor(t, at, "yuzu-testserver: device.tags.get: ")
 	typ("agents")
@@ -104,7 +112,17 @@ func TestTestServerConsole(t *testing.T) {
 	scr.mu.Lock()
 	out := scr.buf.String()
 	scr.mu.Unlock()
-	if strings.Contains(out, "cmd-3") {
+	if strings.Contains(out, ids+"-3") {
 		t.Errorf("a refused definition parameter was sent anyway:\n%s", out)
+	}
+
+	// Started again with the same -dir, as docs/fleet.md suggests, it numbers with a
+	// new prefix: the agent's journal holds the first run's ids.
+	again := exec.CommandContext(ctx, binPath(testserverBin), "-listen", "127.0.0.1:0", "-dir", pki)
+	again.Env = baseEnv()
+	again.Stdin = strings.NewReader("quit\n")
+	b, err := again.CombinedOutput()
+	if err != nil || !strings.Contains(string(b), "command ids are cmd-") || strings.Contains(string(b), "command ids are "+ids+"-N") {
+		t.Errorf("the second start (ids before: %s-N): %v\n%s", ids, err, b)
 	}
 }

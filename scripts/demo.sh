@@ -210,15 +210,15 @@ cat "$by_hand/status.out"
 grep -q tags "$by_hand/status.out" || by_hand_fail "yuzu-agent status does not name the tags plugin"
 printf 'send tags set key=team value=blue\nsend device.tags.get key=team\nagents\nquit\n' >&3
 exec 3>&-
-wait_for "cmd-2 SUCCESS"
+wait_for "-2 SUCCESS"
 if ! wait "$server_pid"; then
 	server_pid=
 	by_hand_fail "yuzu-testserver did not exit 0 on quit"
 fi
 server_pid=
 printf '(typed: send tags set key=team value=blue / send device.tags.get key=team / agents / quit)\n'
-sed -n '5,$p' "$by_hand/server.out"
-for want in "cmd-1 RUNNING  tag_set|team|blue" "cmd-2 RUNNING  tag|team|blue"; do
+sed -n '6,$p' "$by_hand/server.out"
+for want in "-1 RUNNING  tag_set|team|blue" "-2 RUNNING  tag|team|blue"; do
 	grep -qF -- "$want" "$by_hand/server.out" || by_hand_fail "the server's output has no '$want'"
 done
 printf '\ndemo: yuzu-testserver and the agent behaved as expected\n'

@@ -17,6 +17,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
@@ -92,6 +94,10 @@ type console struct {
 	out  io.Writer
 	sent []string // command ids, in order
 	next int
+	// idPrefix starts every command id, new at each start: an agent's journal
+	// remembers the ids it ran, so a restarted server that numbered from 1 again
+	// would get old answers for new commands.
+	idPrefix string
 }
 
 func (c *console) printf(format string, args ...any) {
@@ -102,6 +108,11 @@ func (c *console) printf(format string, args ...any) {
 
 func serve(ctx context.Context, o options, in io.Reader, out io.Writer) error {
 	c := &console{out: out, builds: map[string]*fleetserver.Build{}}
+	var run [3]byte
+	if _, err := rand.Read(run[:]); err != nil {
+		return err
+	}
+	c.idPrefix = "cmd-" + hex.EncodeToString(run[:])
 	var err error
 	if c.defs, err = knownDefinitions(ctx, o.pluginDir); err != nil {
 		return err
@@ -124,21 +135,34 @@ func serve(ctx context.Context, o options, in io.Reader, out io.Writer) error {
 		},
 	}
 	var runFlags []string
+	dir, cleanup, err := workDir(o.dir)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
 	if o.noTLS {
 		runFlags = append(runFlags, "--no-tls")
 	} else {
-		certs, cleanup, err := certificates(o.dir)
+		certs, err := certificates(dir)
 		if err != nil {
 			return err
 		}
-		defer cleanup()
 		if opts.TLS, err = fleetserver.LoadServerTLS(certs.CA, certs.ServerCert, certs.ServerKey); err != nil {
 			return err
 		}
 		runFlags = append(runFlags, "--ca-cert", quote(certs.CA), "--client-cert", quote(certs.ClientCert), "--client-key", quote(certs.ClientKey))
 	}
 	if o.token != "" {
-		runFlags = append(runFlags, "--enrollment-token", quote(o.token))
+		// A file, mode 0600, rather than the token on the agent's command line,
+		// where every local user could read it.
+		path := filepath.Join(dir, "enrollment-token")
+		if err := os.WriteFile(path, []byte(o.token+"\n"), 0o600); err != nil {
+			return err
+		}
+		if err := os.Chmod(path, 0o600); err != nil {
+			return err
+		}
+		runFlags = append(runFlags, "--enrollment-token-file", quote(path))
 	}
 	if c.srv, err = fleetserver.Start(o.listen, opts); err != nil {
 		return err
@@ -150,6 +174,7 @@ func serve(ctx context.Context, o options, in io.Reader, out io.Writer) error {
 	}
 	c.printf("yuzu-testserver: listening on %s, %s\n", c.srv.Addr(), mode)
 	c.printf("connect an agent with:\n  yuzu-agent run --server %s %s\n", c.srv.Addr(), strings.Join(runFlags, " "))
+	c.printf("command ids are %s-N, a new prefix at every start\n", c.idPrefix)
 	c.printf("then type send PLUGIN ACTION [key=value ...], agents, help or quit\n")
 	return c.read(ctx, in)
 }
@@ -157,18 +182,22 @@ func serve(ctx context.Context, o options, in io.Reader, out io.Writer) error {
 // certs are the PEM files of the test authority.
 type certs struct{ CA, ServerCert, ServerKey, ClientCert, ClientKey string }
 
-// certificates makes the test authority in dir, or reuses the one a previous run made
-// there (so a restarted server takes the same agents back). An empty dir means a
-// temporary one, removed by cleanup.
-func certificates(dir string) (certs, func(), error) {
-	cleanup := func() {}
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "yuzu-testserver-")
-		if err != nil {
-			return certs{}, cleanup, err
-		}
-		dir, cleanup = tmp, func() { _ = os.RemoveAll(tmp) }
+// workDir is the directory for the test authority and the token file: dir, made if
+// missing, or a temporary one that cleanup removes.
+func workDir(dir string) (string, func(), error) {
+	if dir != "" {
+		return dir, func() {}, os.MkdirAll(dir, 0o700)
 	}
+	tmp, err := os.MkdirTemp("", "yuzu-testserver-")
+	if err != nil {
+		return "", func() {}, err
+	}
+	return tmp, func() { _ = os.RemoveAll(tmp) }, nil
+}
+
+// certificates makes the test authority in dir, or reuses the one a previous run made
+// there (so a restarted server takes the same agents back).
+func certificates(dir string) (certs, error) {
 	in := func(name string) string { return filepath.Join(dir, name) }
 	c := certs{in("ca.pem"), in("server.pem"), in("server-key.pem"), in("client.pem"), in("client-key.pem")}
 	have := 0
@@ -178,14 +207,13 @@ func certificates(dir string) (certs, func(), error) {
 		}
 	}
 	if have == 5 {
-		return c, cleanup, nil
+		return c, nil
 	}
 	p, err := fleetserver.NewPKI(dir, "yuzu-testserver")
 	if err != nil {
-		cleanup()
-		return certs{}, func() {}, err
+		return certs{}, err
 	}
-	return certs{p.CA, p.ServerCert, p.ServerKey, p.ClientCert, p.ClientKey}, cleanup, nil
+	return certs{p.CA, p.ServerCert, p.ServerKey, p.ClientCert, p.ClientKey}, nil
 }
 
 // quote makes a value safe to paste into a POSIX shell.
@@ -367,7 +395,7 @@ func (c *console) send(ctx context.Context, args []string) {
 		}
 	}
 	c.next++
-	cmd.CommandId = fmt.Sprintf("cmd-%d", c.next)
+	cmd.CommandId = fmt.Sprintf("%s-%d", c.idPrefix, c.next)
 	if !slices.ContainsFunc(c.srv.Agents(), func(a fleetserver.Agent) bool { return a.Subscribed }) {
 		c.printf("yuzu-testserver: no agent is connected yet; waiting up to 30s for one\n")
 	}
