@@ -137,7 +137,7 @@ func TestExecOutputErrors(t *testing.T) {
 	}{
 		{[]string{"nope", "count"}, outputRow{Kind: "error", Fields: map[string]string{"message": "plugin not found: nope"}}},
 		{[]string{"device.tags.get"}, outputRow{Kind: "error", Fields: map[string]string{"message": "missing required parameter: key"}}},
-		{[]string{"tags", "nope"}, outputRow{Kind: "unknown action: nope", Values: []string{}}},
+		{[]string{"tags", "nope"}, outputRow{Kind: "error", Fields: map[string]string{"message": "unknown action: nope"}}},
 	} {
 		r := w.exec(append(c.args, "--output", "json")...)
 		var doc struct {
@@ -150,8 +150,8 @@ func TestExecOutputErrors(t *testing.T) {
 		}
 		checkOutputStatus(t, doc.outputStatus, "UNDECLARED", "UNKNOWN", "", 1)
 		for _, f := range []string{"jsonl", "table", "capture"} {
-			if r := w.exec(append(c.args, "--output", f)...); r.code != 1 || !strings.Contains(r.stdout, c.row.Kind) {
-				t.Errorf("%s --output %s: want exit 1 and the %s row:\n%s", c.args, f, c.row.Kind, r)
+			if r := w.exec(append(c.args, "--output", f)...); r.code != 1 || !strings.Contains(r.stdout, c.row.Fields["message"]) {
+				t.Errorf("%s --output %s: want exit 1 and the row %q:\n%s", c.args, f, c.row.Fields["message"], r)
 			}
 		}
 	}

@@ -17,6 +17,7 @@ package rows
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -126,14 +127,28 @@ func ValidUTF8(s string) string {
 	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
-// Printable makes s safe to show on a terminal or in a log line: every control byte
-// (C0, DEL and the C1 range), which could move a cursor, clear a screen or forge a line,
-// becomes a visible \xNN escape (\t stays a tab), and invalid UTF-8 becomes U+FFFD.
-// Text that needs neither comes back unchanged, without copying.
+// Printable makes s safe to show on a terminal or in a log line. Every character that
+// could move a cursor, clear a screen, forge or break a line, or make text read other
+// than it is stored becomes a visible escape: the C0 controls (a tab too: it passes for
+// spaces), DEL and the C1 range as \xNN; the line and paragraph separators U+2028 and
+// U+2029 and every invisible format character (Unicode category Cf: the bidi overrides
+// and isolates that reverse a file name, zero-width spaces and joiners, the soft
+// hyphen...) as \uNNNN (\UNNNNNNNN above U+FFFF). Invalid UTF-8 becomes U+FFFD. Text
+// that needs none of this comes back unchanged, without copying.
 func Printable(s string) string {
 	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s // ASCII printable: the common case, one byte loop
+	}
+	clean = true
 	for _, r := range s {
-		if r == utf8.RuneError || isControl(r) {
+		if r == utf8.RuneError || Hidden(r) {
 			clean = false
 			break
 		}
@@ -148,8 +163,12 @@ func Printable(s string) string {
 		switch {
 		case r == utf8.RuneError && size <= 1:
 			b.WriteString("\uFFFD")
-		case isControl(r):
+		case r < 0x100 && Hidden(r):
 			fmt.Fprintf(&b, `\x%02x`, r)
+		case r <= 0xffff && Hidden(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		case Hidden(r):
+			fmt.Fprintf(&b, `\U%08x`, r)
 		default:
 			b.WriteString(s[i : i+size])
 		}
@@ -158,8 +177,19 @@ func Printable(s string) string {
 	return b.String()
 }
 
-func isControl(r rune) bool {
-	return (r < 0x20 && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0)
+// Hidden reports whether r must not reach a terminal as itself (Printable escapes it):
+// a C0 control (tab included), DEL, a C1 control, U+2028, U+2029, or an invisible
+// format character (category Cf).
+func Hidden(r rune) bool {
+	switch {
+	case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+		return true
+	case r < 0xa0:
+		return false
+	case r == 0x2028 || r == 0x2029:
+		return true
+	}
+	return unicode.Is(unicode.Cf, r)
 }
 
 // Split is the reader's side of Format: it cuts row into at most n fields (the kind

@@ -152,7 +152,7 @@ func FuzzFormat(f *testing.F) {
 func TestPrintable(t *testing.T) {
 	cases := []struct{ in, want string }{
 		{"plain text", "plain text"},
-		{"tab\tkept", "tab\tkept"},
+		{"tab\tescaped", `tab\x09escaped`},
 		{"new\nline", `new\x0aline`},
 		{"cr\rhere", `cr\x0dhere`},
 		{"esc\x1b[2Jclear", `esc\x1b[2Jclear`},
@@ -160,8 +160,14 @@ func TestPrintable(t *testing.T) {
 		{"del\x7f", `del\x7f`},
 		{"c1\u009bcsi", `c1\x9bcsi`},
 		{"bad\xffutf8", "bad\uFFFDutf8"},
-		{"ünïcode ✓", "ünïcode ✓"},
+		{"ünïcode ✓ 日本語 e\u0301", "ünïcode ✓ 日本語 e\u0301"},
 		{"", ""},
+		// What reorders or breaks a line without a control byte.
+		{"invoice\u202efdp.exe", `invoice\u202efdp.exe`},
+		{"a\u2066b\u2069c\u200fd\u061ce", `a\u2066b\u2069c\u200fd\u061ce`},
+		{"line\u2028sep\u2029para", `line\u2028sep\u2029para`},
+		{"ad\u200bmin\ufeff\u00ad", `ad\u200bmin\ufeff\xad`},
+		{"tag\U000e0041", `tag\U000e0041`},
 	}
 	for _, c := range cases {
 		if got := Printable(c.in); got != c.want {
@@ -179,7 +185,7 @@ func FuzzPrintable(f *testing.F) {
 			t.Fatalf("Printable(%q) = %q is not valid UTF-8", s, p)
 		}
 		for _, r := range p {
-			if isControl(r) {
+			if Hidden(r) {
 				t.Fatalf("Printable(%q) = %q keeps control %U", s, p, r)
 			}
 		}

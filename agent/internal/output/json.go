@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"strconv"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/yuzugo/yuzu/sdk"
@@ -113,11 +114,18 @@ func appendRow(b []byte, r row) []byte {
 
 const hex = "0123456789abcdef"
 
-// appendString writes s as a JSON string that is valid UTF-8 and holds no control
-// character, so the output is safe on a terminal as well as in jq: each invalid byte
-// becomes U+FFFD (as in the capture format and on the wire, where the SDK already
-// replaced them), and every C0 and C1 control, DEL, U+2028 and U+2029 is a \u escape,
-// which a JSON reader turns back into that very character.
+// appendU writes r (at most U+FFFF) as a JSON \uXXXX escape.
+func appendU(b []byte, r rune) []byte {
+	return append(b, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
+}
+
+// appendString writes s as a JSON string that is valid UTF-8 and holds nothing a
+// terminal would act on, so the output is safe on a terminal as well as in jq: each
+// invalid byte becomes U+FFFD (as in the capture format and on the wire, where the SDK
+// already replaced them), and every character rows.Hidden names (C0 and C1 controls,
+// DEL, U+2028, U+2029, the bidi overrides and other invisible format characters) is a
+// \u escape (a surrogate pair above U+FFFF), which a JSON reader turns back into that
+// very character: the value is exact, only its spelling is safe.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	for i := 0; i < len(s); {
@@ -140,8 +148,11 @@ func appendString(b []byte, s string) []byte {
 			b = append(b, `\r`...)
 		case r == utf8.RuneError && size == 1:
 			b = append(b, `\ufffd`...)
-		case r < 0x20 || (r >= 0x7f && r < 0xa0) || r == 0x2028 || r == 0x2029:
-			b = append(b, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
+		case r > 0xffff && rows.Hidden(r):
+			hi, lo := utf16.EncodeRune(r)
+			b = appendU(appendU(b, hi), lo)
+		case rows.Hidden(r):
+			b = appendU(b, r)
 		default:
 			b = utf8.AppendRune(b, r)
 		}

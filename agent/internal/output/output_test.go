@@ -351,3 +351,46 @@ func TestJQ(t *testing.T) {
 		}
 	}
 }
+
+// TestNothingReordersOrMisaligns: a bidi override, an isolate, a line separator and a
+// zero-width space are escapes in every format; JSON readers still get the exact
+// characters back; table columns count wide characters as two cells and combining
+// marks as none, so every column starts where the header's does.
+func TestNothingReordersOrMisaligns(t *testing.T) {
+	decl := []sdk.RowKind{{Kind: "entry", Columns: []sdk.Column{{Name: "name"}, {Name: "size"}}}}
+	names := []string{"invoice\u202efdp.exe", "日本語.txt", "e\u0301te\u2028x", "ad\u200bmin\U000e0041", "plain"}
+	var batch []string
+	for _, n := range names {
+		batch = append(batch, "entry|"+n+"|1")
+	}
+	res := sdk.Result{Status: sdk.StatusOK, Completeness: sdk.CompletenessFull}
+	for _, f := range []Format{Capture, Table, JSON, JSONL} {
+		out := write(t, f, decl, batch, res)
+		for _, r := range out {
+			if r == '\u202e' || r == '\u2028' || r == '\u200b' || r == '\t' || r == 0xe0041 {
+				t.Errorf("%v: %U reached the output:\n%s", f, r, out)
+			}
+		}
+		if f == JSON || f == JSONL {
+			var got []string
+			for _, line := range strings.Split(out, "\n") {
+				var r jsonRow
+				if strings.HasPrefix(line, `{"kind":"entry"`) && json.Unmarshal([]byte(strings.TrimSuffix(line, ",")), &r) == nil {
+					got = append(got, r.Fields["name"])
+				}
+			}
+			if !reflect.DeepEqual(got, names) {
+				t.Errorf("%v: names read back %q, want %q:\n%s", f, got, names, out)
+			}
+		}
+		if f == Table {
+			lines := strings.Split(out, "\n")
+			col := strings.Index(lines[0], "SIZE")
+			for _, l := range lines[1 : 1+len(names)] {
+				if w := displayWidth(strings.TrimSuffix(l, "1")); w != col {
+					t.Errorf("table: the size column of %q starts at cell %d, the header's at %d:\n%s", l, w, col, out)
+				}
+			}
+		}
+	}
+}

@@ -5,7 +5,10 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/width"
 
 	"github.com/yuzugo/yuzu/agent/internal/capture"
 	"github.com/yuzugo/yuzu/sdk"
@@ -20,8 +23,9 @@ const maxTableRows = 10000
 // tableWriter prints rows as aligned columns for a person: one table per row kind
 // (and shape), in the order the kinds first appear, each under a header of the
 // declared column names, then the capture format's trailer. Every cell is escaped as
-// the capture format escapes a row, and a tab too, so no cell can move the cursor or
-// break the alignment.
+// the capture format escapes a row (rows.Printable: a tab and every invisible format
+// character too), so no cell can move the cursor, reorder its text or break the
+// alignment; columns are measured in terminal cells (displayWidth).
 type tableWriter struct {
 	w     *bufio.Writer
 	kinds kinds
@@ -68,7 +72,7 @@ func (t *tableWriter) add(r row) {
 		}
 		tb.widths = make([]int, len(tb.header))
 		for i, h := range tb.header {
-			tb.widths[i] = utf8.RuneCountInString(h)
+			tb.widths[i] = displayWidth(h)
 		}
 		t.byKey[key] = tb
 		t.tables = append(t.tables, tb)
@@ -85,19 +89,49 @@ func (t *tableWriter) add(r row) {
 		tb.widths = append(tb.widths, len(h))
 	}
 	for i, c := range line {
-		tb.widths[i] = max(tb.widths[i], utf8.RuneCountInString(c))
+		tb.widths[i] = max(tb.widths[i], displayWidth(c))
 	}
 	tb.cells = append(tb.cells, line)
 	t.held++
 }
 
-// cell escapes a field for a table: as a capture row, and a tab as \x09.
-func cell(s string) string {
-	s = rows.Printable(s)
-	if strings.Contains(s, "\t") {
-		s = strings.ReplaceAll(s, "\t", `\x09`)
+// cell escapes a field for a table, as the capture format escapes a row.
+func cell(s string) string { return rows.Printable(s) }
+
+// displayWidth is how many terminal cells s takes once escaped: a combining mark
+// takes none (it sits on the character before it), an East Asian wide or fullwidth
+// character two, any other one. ASCII, the common case, is its length.
+func displayWidth(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			n = -1
+			break
+		}
 	}
-	return s
+	if n == 0 {
+		return len(s)
+	}
+	n = 0
+	for _, r := range s {
+		switch {
+		case unicode.In(r, unicode.Mn, unicode.Me):
+		case isWide(r):
+			n += 2
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// isWide: East Asian wide and fullwidth characters take two cells.
+func isWide(r rune) bool {
+	switch width.LookupRune(r).Kind() {
+	case width.EastAsianWide, width.EastAsianFullwidth:
+		return true
+	}
+	return false
 }
 
 func (t *tableWriter) flushTables() {
@@ -119,7 +153,7 @@ func (tb *table) writeLine(w *bufio.Writer, line []string) {
 	for i, c := range line {
 		w.WriteString(c)
 		if i < len(line)-1 {
-			w.WriteString(strings.Repeat(" ", tb.widths[i]-utf8.RuneCountInString(c)+2))
+			w.WriteString(strings.Repeat(" ", tb.widths[i]-displayWidth(c)+2))
 		}
 	}
 	w.WriteByte('\n')
