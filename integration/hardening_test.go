@@ -1519,3 +1519,22 @@ func TestPluginsAddSwappedSource(t *testing.T) {
 		t.Errorf("the other user's script ran:\n%s", ran)
 	}
 }
+
+// TestPluginEnvironHoldsNoKey: the filesystem plugin reading its own initial
+// environment (search path=/proc/self/environ, as a fleet operator could ask) finds
+// the variable that carried its mutual TLS key and its certificate, but not a byte of
+// either: the SDK cleared the value in place at start.
+func TestPluginEnvironHoldsNoKey(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, "yuzu-plugin-filesystem")
+	for pattern, want := range map[string]string{
+		"YUZU_PLUGIN_SERVER_TLS=": "total_matches|1\n", // the name stays: the file was read
+		"PRIVATE KEY":             "total_matches|0\n",
+		"BEGIN CERTIFICATE":       "total_matches|1\n", // PLUGIN_CLIENT_CERT, the agent's public half
+	} {
+		r := w.exec("filesystem", "search", "path=/proc/self/environ", "pattern="+pattern)
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Errorf("search %q in the plugin's environ: want %q:\n%s", pattern, want, r)
+		}
+	}
+}

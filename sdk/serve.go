@@ -36,9 +36,19 @@ var startedByAgent = os.Getenv(wire.Handshake.MagicCookieKey) == wire.Handshake.
 // it; empty when an older host uses go-plugin's AutoMTLS.
 var serverTLS = takeEnv(wire.ServerTLSEnv)
 
+// envScrubErr is why the key could not be cleared from the initial environment block
+// (envscrub_linux.go); Serve logs it.
+var envScrubErr error
+
+// takeEnv returns a variable and removes it from the environment: from Go's copy, so
+// that no child inherits it, and, for a plugin started by the agent, from the block
+// /proc/self/environ shows, so that no action of the plugin can read it back.
 func takeEnv(name string) string {
-	v := os.Getenv(name)
+	v, ok := os.LookupEnv(name)
 	_ = os.Unsetenv(name)
+	if ok && startedByAgent {
+		envScrubErr = scrubEnvBlock(name)
+	}
 	return v
 }
 
@@ -105,6 +115,9 @@ func Serve(p *Plugin, opts ...ServeOption) {
 		Output:     os.Stderr, // the real stderr; go-plugin swaps os.Stderr later
 		JSONFormat: true,
 	})
+	if envScrubErr != nil {
+		log.Warn("the mutual TLS key stays readable in this process's initial environment (/proc/self/environ)", "error", envScrubErr.Error())
+	}
 	srv := newServer(p, log)
 
 	exit := func(code int, why string) {
