@@ -158,6 +158,16 @@ func shown(s string) string { return rows.Printable(truncate(s, maxShown)) }
 // shownLong is shown with room for an agent's own error message.
 func shownLong(s string) string { return rows.Printable(truncate(s, 1024)) }
 
+// shownReason is a server's free text (a registration's reject_reason), bounded like
+// shownLong and saying how long it was: a server may send megabytes, and the agent logs
+// it at every attempt.
+func shownReason(s string) string {
+	if len(s) <= 1024 {
+		return rows.Printable(s)
+	}
+	return fmt.Sprintf("%s (%d bytes in all)", shownLong(s), len(s))
+}
+
 // handle takes one command from the stream. Everything that can be refused at once is
 // refused here, on the receiving goroutine; the rest runs on a goroutine of its own.
 func (s *Session) handle(ctx context.Context, req *agentv1.CommandRequest) {

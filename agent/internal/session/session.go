@@ -163,7 +163,7 @@ type RejectedError struct{ Reason string }
 
 // Error says what happened.
 func (e *RejectedError) Error() string {
-	return "the fleet server refused the registration: " + rows.Printable(e.Reason)
+	return "the fleet server refused the registration: " + shownReason(e.Reason)
 }
 
 // Session is one agent's link to its fleet server.
@@ -637,7 +637,7 @@ func (s *Session) register(ctx context.Context, client agentv1.AgentServiceClien
 	case !resp.GetAccepted() && !pending:
 		return "", &RejectedError{Reason: resp.GetRejectReason()}
 	case pending:
-		s.log.Info("enrollment pending approval on the fleet server; retrying later", "reason", rows.Printable(resp.GetRejectReason()))
+		s.log.Info("enrollment pending approval on the fleet server; retrying later", "reason", shownReason(resp.GetRejectReason()))
 		return "", errors.New("enrollment pending")
 	}
 	sid := resp.GetSessionId()

@@ -355,6 +355,11 @@ func TestRejectedError(t *testing.T) {
 	if got := err.Error(); got != `the fleet server refused the registration: bad token\x1b[2J` {
 		t.Errorf("%q", got)
 	}
+	// A server's 3 MiB reason is logged at every attempt: cut at 1 KiB, its length said.
+	huge := &RejectedError{Reason: strings.Repeat("x", 3<<20)}
+	if got := huge.Error(); len(got) > 1200 || !strings.HasSuffix(got, "... (3145728 bytes in all)") {
+		t.Errorf("a 3 MiB reason: %d bytes, ending %q", len(got), got[max(0, len(got)-40):])
+	}
 	if !printableASCII("abc-123") || printableASCII("a\nb") || printableASCII("café") {
 		t.Error("printableASCII")
 	}
