@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"sort"
@@ -106,7 +107,7 @@ func collectDiagnostics(ctx context.Context, cfg config) []diagFile {
 	}
 	add("status.txt", sb.String())
 	add("plugins.txt", diagPlugins(cfg.pluginDir))
-	add("log.txt", diagLog(ctx, cfg))
+	add("log.txt", redactValues(diagLog(ctx, cfg)))
 	add("journal.txt", diagListing(filepath.Join(cfg.dataDir, fleetDir)))
 
 	secrets := []string{}
@@ -117,6 +118,16 @@ func collectDiagnostics(ctx context.Context, cfg config) []diagFile {
 		files[i].text = redact(files[i].text, secrets)
 	}
 	return files
+}
+
+// auditValues finds the parameter values a debug-level command line carries (the
+// dispatcher's `values` field, in the text and the JSON log format): a file's new
+// content or a tag's value may be a secret, and the bundle is made to be handed over.
+var auditValues = regexp.MustCompile(`(\bvalues=|"values":)"(?:[^"\\]|\\.)*"`)
+
+// redactValues replaces every command's parameter values in log text.
+func redactValues(text string) string {
+	return auditValues.ReplaceAllString(text, `${1}"`+redacted+`"`)
 }
 
 // redact replaces every secret in text.

@@ -19,7 +19,10 @@ func TestDiagnosticsBundle(t *testing.T) {
 		t.Fatal(err)
 	}
 	logFile := filepath.Join(dir, "agent.log")
-	if err := os.WriteFile(logFile, []byte("old line\nlast line token=s3cret\x1b[31m\n"), 0o600); err != nil {
+	if err := os.WriteFile(logFile, []byte("old line\n"+
+		`2026-12-06T10:00:00.000Z [DEBUG] yuzu-agent: command: id=c1 plugin=tags action=set params=key,value status=OK values="key=\"env\" value=\"t0psecret \\\"quoted\\\"\""`+"\n"+
+		`{"@level":"debug","@message":"command","action":"set","values":"key=\"k\" value=\"js0nsecret\""}`+"\n"+
+		"last line token=s3cret\x1b[31m\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	plugins := t.TempDir()
@@ -67,12 +70,13 @@ func TestDiagnosticsBundle(t *testing.T) {
 		}
 		return s
 	}(), "\n")
-	for _, bad := range []string{"s3cret", "KEYMATERIAL", "\x1b"} {
+	for _, bad := range []string{"s3cret", "KEYMATERIAL", "\x1b", "t0psecret", "quoted", "js0nsecret"} {
 		if strings.Contains(all, bad) {
 			t.Errorf("bundle holds %q", bad)
 		}
 	}
-	if !strings.Contains(got[diagDir+"/log.txt"], "last line token="+redacted) {
+	if !strings.Contains(got[diagDir+"/log.txt"], "last line token="+redacted) ||
+		!strings.Contains(got[diagDir+"/log.txt"], `status=OK values="`+redacted+`"`) || !strings.Contains(got[diagDir+"/log.txt"], `"values":"`+redacted+`"}`) {
 		t.Errorf("log.txt = %q", got[diagDir+"/log.txt"])
 	}
 	if fi, err := os.Lstat(filepath.Join(plugins, "yuzu-plugin-link")); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
