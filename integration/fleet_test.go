@@ -547,11 +547,12 @@ func TestFleetAgentKilled(t *testing.T) {
 }
 
 // TestFleetDamagedJournal: three finished commands whose journal records root then
-// damages (a changed byte, a line cut out, a line zeroed) are, after a restart,
-// answered FAILURE outcome_unknown when the server repeats them, and not run again.
-// The journal was compacted by a restart first, so their start records are gone too:
-// before, the agent forgot all three ids and ran each repeat again (3 of 3), setting
-// its tag back.
+// damages (a changed byte, a line cut out, a line zeroed). The journal was compacted
+// by restarts first, so their start records are gone. Damaged in the newest segment
+// only, the generation a compaction keeps before it still holds the answers, and the
+// repeats get them; damaged in every copy, the repeats are answered FAILURE
+// outcome_unknown. Either way nothing runs again: before, the agent forgot all three
+// ids and ran each repeat again (3 of 3), setting its tag back.
 func TestFleetDamagedJournal(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, fleetserver.Options{}, tagsBin)
@@ -567,49 +568,96 @@ func TestFleetDamagedJournal(t *testing.T) {
 	if code := a.stop(t); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	// A restart compacts the journal to one segment, which keeps no start records.
+	// A restart compacts the journal into one segment, which keeps no start records;
+	// a compaction keeps the generation before it (here the first one: every segment
+	// the agent wrote before), so a second restart leaves the two compacted segments.
+	// The newest is the one replay reads.
+	for range 2 {
+		a = f.agent()
+		if code := a.stop(t); code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+	}
+	segs, _ := filepath.Glob(filepath.Join(f.w.dataDir, "fleet", "seg-*.jsonl"))
+	if len(segs) != 2 {
+		t.Fatalf("%d journal segments after two restarts, want 2 (the compacted one and the generation before)", len(segs))
+	}
+	// damage harms the three answers in one segment, as root could, and says how many
+	// it found there.
+	damage := func(seg string) int {
+		t.Helper()
+		lines := strings.SplitAfter(readFile(t, seg), "\n")
+		damaged := 0
+		for i, line := range lines {
+			switch {
+			case strings.Contains(line, `"op":"done","id":"changed"`):
+				at := strings.Index(line, `"resp":"`) + len(`"resp":"`) + 4
+				lines[i] = line[:at] + string(line[at]^0x01) + line[at+1:]
+			case strings.Contains(line, `"op":"done","id":"cut"`):
+				lines[i] = ""
+			case strings.Contains(line, `"op":"done","id":"zeroed"`):
+				lines[i] = strings.Repeat("\x00", len(line))
+			default:
+				continue
+			}
+			damaged++
+		}
+		writeFile(t, seg, strings.Join(lines, ""), 0o600)
+		return damaged
+	}
+	// repeat sends the three ids again and returns each last answer and the row
+	// before it.
+	repeat := func(round int) map[string][2]*agentv1.CommandResponse {
+		out := map[string][2]*agentv1.CommandResponse{}
+		for _, id := range ids {
+			if err := f.srv.Send(ctx, command(id, "tags", "set", "key="+id, "value=first")); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 20*time.Second, "the answer to the repeat of "+id, func() bool { return f.srv.Result(id).Terminals == 1+round })
+			all := f.srv.Responses(id)
+			out[id] = [2]*agentv1.CommandResponse{all[len(all)-2], all[len(all)-1]}
+		}
+		return out
+	}
+
+	// The newest segment damaged: the generation before holds the same answers, and
+	// the repeats get them, as first sent. Nothing runs again.
+	if n := damage(segs[1]); n != len(ids) {
+		t.Fatalf("found %d of the %d answers to damage in the newest segment", n, len(ids))
+	}
 	a = f.agent()
+	for id, got := range repeat(1) {
+		if got[1].GetStatus() != success || got[1].GetError() != nil {
+			t.Errorf("repeat of %s with the generation before whole: %v", id, got[1])
+		}
+	}
+	for _, id := range ids {
+		expectResult(t, f.do(t, ctx, command(id+"-get1", "tags", "get", "key="+id)), success, 0, "tag|"+id+"|later")
+	}
+	if log := a.stderr.String(); !strings.Contains(log, "damaged") {
+		t.Errorf("the agent's log does not report the damage:\n%s", log)
+	}
 	if code := a.stop(t); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	segs, _ := filepath.Glob(filepath.Join(f.w.dataDir, "fleet", "seg-*.jsonl"))
-	if len(segs) != 1 {
-		t.Fatalf("%d journal segments after a restart, want 1 (compacted)", len(segs))
+
+	// Every copy damaged: the answers are unknown, and said so.
+	segs, _ = filepath.Glob(filepath.Join(f.w.dataDir, "fleet", "seg-*.jsonl"))
+	copies := 0
+	for _, seg := range segs {
+		copies += damage(seg)
 	}
-	lines := strings.SplitAfter(readFile(t, segs[0]), "\n")
-	damaged := 0
-	for i, line := range lines {
-		switch {
-		case strings.Contains(line, `"op":"done","id":"changed"`):
-			at := strings.Index(line, `"resp":"`) + len(`"resp":"`) + 4
-			lines[i] = line[:at] + string(line[at]^0x01) + line[at+1:]
-		case strings.Contains(line, `"op":"done","id":"cut"`):
-			lines[i] = ""
-		case strings.Contains(line, `"op":"done","id":"zeroed"`):
-			lines[i] = strings.Repeat("\x00", len(line))
-		default:
-			continue
-		}
-		damaged++
+	if copies < 2*len(ids) {
+		t.Fatalf("found %d copies of the %d answers to damage in %d segments, want two of each at least", copies, len(ids), len(segs))
 	}
-	if damaged != len(ids) {
-		t.Fatalf("found %d of the %d answers to damage in\n%s", damaged, len(ids), strings.Join(lines, ""))
-	}
-	writeFile(t, segs[0], strings.Join(lines, ""), 0o600)
 	a = f.agent()
 	const msg = "command outcome unknown: the agent's journal record of it was damaged; it was not run again"
-	for _, id := range ids {
-		if err := f.srv.Send(ctx, command(id, "tags", "set", "key="+id, "value=first")); err != nil {
-			t.Fatal(err)
+	for id, got := range repeat(2) {
+		if got[1].GetStatus() != failure || got[1].GetExitCode() != 1 || got[1].GetError().GetCode() != "outcome_unknown" {
+			t.Errorf("repeat of %s answered %v", id, got[1])
 		}
-		waitFor(t, 20*time.Second, "the answer to the repeat of "+id, func() bool { return f.srv.Result(id).Terminals == 2 })
-		all := f.srv.Responses(id)
-		last := all[len(all)-1]
-		if last.GetStatus() != failure || last.GetExitCode() != 1 || last.GetError().GetCode() != "outcome_unknown" {
-			t.Errorf("repeat of %s answered %v", id, last)
-		}
-		if row := all[len(all)-2]; row.GetStatus() != running || row.GetOutput() != "error|"+msg {
-			t.Errorf("repeat of %s: row %v, want the error row", id, row)
+		if got[0].GetStatus() != running || got[0].GetOutput() != "error|"+msg {
+			t.Errorf("repeat of %s: row %v, want the error row", id, got[0])
 		}
 	}
 	for _, id := range ids {

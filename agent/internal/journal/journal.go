@@ -379,15 +379,10 @@ func wholeCompacted(data []byte) bool {
 	return compacted && problem == ""
 }
 
-// apply replays the records of one segment onto the state and returns how many good
-// records it held. When the segment is damaged, problem says how, and named holds the
-// ids its header and damaged lines still name.
-func (j *Journal) apply(data []byte) (n int, named []string, problem string) {
-	n, named, problem, _ = j.applySegment(data)
-	return n, named, problem
-}
-
-// applySegment is apply, also saying whether the segment's header marks it compacted.
+// applySegment replays the records of one segment onto the state and returns how many
+// good records it held, and whether its header marks it compacted. When the segment is
+// damaged, problem says how, and named holds the ids its header and damaged lines still
+// name.
 func (j *Journal) applySegment(data []byte) (n int, named []string, problem string, compacted bool) {
 	lines := bytes.Split(data, []byte("\n"))
 	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
