@@ -83,7 +83,13 @@ func (f *fleet) args(extra ...string) []string {
 // may call it.
 func (f *fleet) agent(extra ...string) *agentProc {
 	f.t.Helper()
-	a := startAgentProc(f.t, f.args(extra...)...)
+	return f.agentEnv(baseEnv(), extra...)
+}
+
+// agentEnv is agent with the agent's environment.
+func (f *fleet) agentEnv(env []string, extra ...string) *agentProc {
+	f.t.Helper()
+	a := startAgentEnv(f.t, env, f.args(extra...)...)
 	timeout := 600 * time.Second
 	for i, arg := range extra {
 		if arg == "--timeout" && i+1 < len(extra) {

@@ -402,3 +402,68 @@ func TestBoxDelegatedCgroup(t *testing.T) {
 		}
 	})
 }
+
+// TestNoSocketDirsLeft: go-plugin's per-child socket directories do not pile up in
+// TMPDIR. A running agent whose plugin is killed for its memory (4 times: a fifth in a
+// minute would stop its restarts) keeps at most the live child's; after 20 execs whose
+// plugin is killed for its memory and 20 plain ones, and after the agent stops, the
+// directory is empty.
+func TestNoSocketDirsLeft(t *testing.T) {
+	t.Parallel()
+	// Short: a socket's path has a length limit, and the agent uses /tmp instead of
+	// a TMPDIR too long for it.
+	tmp, err := os.MkdirTemp("/tmp", "ys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
+	env := append(baseEnv(), "TMPDIR="+tmp)
+	// left lists what is in tmp, one level down.
+	left := func() []string {
+		des, _ := os.ReadDir(tmp)
+		var names []string
+		for _, de := range des {
+			names = append(names, de.Name())
+			if de.IsDir() {
+				sub, _ := os.ReadDir(filepath.Join(tmp, de.Name()))
+				for _, s := range sub {
+					names = append(names, de.Name()+"/"+s.Name())
+				}
+			}
+		}
+		return names
+	}
+	f := newFleet(t, fleetserver.Options{}, hogBin)
+	a := f.agentEnv(env, "--plugin-limits", "hog:memory_mib=64")
+	needBoxes(t, a.stderr.String(), "memory")
+	ctx := testCtx(t, 300*time.Second)
+	for i := range 4 {
+		expectResult(t, f.do(t, ctx, command(fmt.Sprint("oom-", i), "hog", "alloc", "mib=512")), failure, 1,
+			"error|plugin exceeded its memory limit (64 MiB)")
+		expectResult(t, f.do(t, ctx, command(fmt.Sprint("back-", i), "hog", "ok")), success, 0, "ok|hog")
+		// The running agent's directory, with the live child's socket directory in it.
+		if names := left(); len(names) != 2 || !strings.HasPrefix(names[0], "yuzu-sock-") || !strings.Contains(names[1], "/plugin-dir") {
+			t.Errorf("after memory kill %d, TMPDIR holds %q, want the agent's directory and the live child's", i+1, names)
+		}
+	}
+	if code := a.stop(t); code != 0 {
+		t.Errorf("agent exit %d", code)
+	}
+	if names := left(); len(names) != 0 {
+		t.Errorf("after the agent stopped, TMPDIR holds %q", names)
+	}
+
+	w := newWorld(t, tagsBin, hogBin)
+	for i := range 20 {
+		r := runAgent(t, env, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "--plugin-limits", "hog:memory_mib=64", "exec", "hog", "alloc", "mib=512")
+		if r.code != 1 || r.stdout != agentError("plugin exceeded its memory limit (64 MiB)") {
+			t.Fatalf("exec %d of a memory kill: %s", i, r)
+		}
+		if r := runAgent(t, env, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "exec", "tags", "count"); r.code != 0 {
+			t.Fatalf("exec %d: %s", i, r)
+		}
+	}
+	if names := left(); len(names) != 0 {
+		t.Errorf("after 40 execs, TMPDIR holds %q", names)
+	}
+}

@@ -29,6 +29,9 @@ type pluginLauncher struct {
 	reapOrphans bool
 	boxes       *limits.Host
 	limits      limits.Set
+	// socketRoot holds the children's socket directories (sockets.go); "" leaves
+	// go-plugin's default.
+	socketRoot string
 
 	// mu makes a start and an orphan sweep exclusive, so that a child that has just
 	// been forked is always registered before a sweep could take it for an orphan.
@@ -51,6 +54,7 @@ func newPluginLauncher(o Options) *pluginLauncher {
 	if l.limits.Default == (limits.Limits{}) {
 		l.limits.Default = limits.Default
 	}
+	l.socketRoot = newSocketRoot(l.log)
 	l.boxes = limits.New()
 	// Said once: every start would repeat it.
 	if why := l.boxes.Unavailable(); why != "" {
@@ -106,7 +110,11 @@ func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (
 	if d, ok := ctx.Deadline(); ok {
 		cc.StartTimeout = time.Until(d)
 	}
-	cc.RunnerFunc = func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
+	if l.socketRoot != "" {
+		cc.UnixSocketConfig = &plugin.UnixSocketConfig{TempDir: l.socketRoot}
+	}
+	cc.RunnerFunc = func(_ hclog.Logger, spec *exec.Cmd, socketDir string) (runner.Runner, error) {
+		pr.socketDir = socketDir
 		// spec carries only go-plugin's variables (handshake cookie, socket
 		// directory); the child gets those, its TLS (tlsEnv) and the allow-listed few
 		// of ours.
@@ -180,6 +188,8 @@ func (s lockedStart) Start(ctx context.Context) error {
 // ended forgets a child that has exited and, when the agent adopts orphans, kills
 // whatever that child left behind.
 func (l *pluginLauncher) ended(pr *procRunner) {
+	// Its socket is of no use to anyone now, however it ended.
+	removeSocketDir(l.socketRoot, pr.socketDir)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.live, pr.cmd.Process.Pid)
@@ -196,6 +206,9 @@ func (l *pluginLauncher) close() {
 		sweepOrphans(l.live, l.reaping, &l.mu, l.log)
 	}
 	l.boxes.Close()
+	if l.socketRoot != "" {
+		_ = os.RemoveAll(l.socketRoot)
+	}
 }
 
 // pluginChild is a running plugin process.

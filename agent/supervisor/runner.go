@@ -33,6 +33,8 @@ type procRunner struct {
 	log   hclog.Logger // the plugin's log, named after it
 	onRun func(pid int)
 	onEnd func()
+	// socketDir is the directory go-plugin made for this child's socket.
+	socketDir string
 
 	stdout io.ReadCloser
 	stderr io.ReadCloser
