@@ -27,6 +27,9 @@ func TestSweepSocketRoots(t *testing.T) {
 		t.Errorf("a dead agent's directory stayed: %v", err)
 	}
 	for _, d := range []string{live, mine, other} {
+		if d == live && hostOS == "windows" && !processAlive(os.Getppid()) {
+			continue // the test runner's parent may be gone under Wine
+		}
 		if _, err := os.Stat(d); err != nil {
 			t.Errorf("%s went: %v", d, err)
 		}
