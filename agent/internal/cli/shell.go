@@ -35,7 +35,7 @@ Words are split and quoted as a POSIX shell does: path='/tmp/a b' or "a \"b\"".
 Shell commands:
   .plugins            every plugin: version, state, restarts, last error, limits
   .describe PLUGIN    a plugin's actions, parameters, rows and definitions
-  .output [FORMAT]    show or set how answers print: capture
+  .output [FORMAT]    show or set how answers print: capture, json, jsonl or table
   .help               this text
   .quit               leave (Ctrl-D too)
 Tab completes plugins, actions, definition ids and parameter names; up and down walk

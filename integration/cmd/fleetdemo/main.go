@@ -26,6 +26,7 @@ import (
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/integration/fleetserver"
 	"github.com/yuzugo/yuzu/sdk/definition"
+	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 func main() {
@@ -66,12 +67,24 @@ func demo(agent, pluginDir string, perPlugin int) error {
 		return err
 	}
 	var printMu sync.Mutex
+	// An answer the agent sends again (the server restarted before it could say it
+	// had the first) is labelled, once per command, so it does not read as a second
+	// run.
+	answered, resent := map[string]bool{}, map[string]bool{}
 	srv, err := fleetserver.Start("127.0.0.1:0", fleetserver.Options{
 		TLS: pki.ServerTLS(),
 		OnResponse: func(r *agentv1.CommandResponse) {
 			printMu.Lock()
 			defer printMu.Unlock()
+			id := r.GetCommandId()
+			if answered[id] && !resent[id] {
+				resent[id] = true
+				fmt.Printf("   (%s: the agent sends this answer again from its spool after the reconnect; it ran once)\n", rows.Printable(id))
+			}
 			fleetserver.WriteResponse(os.Stdout, r)
+			if r.GetStatus() != agentv1.CommandResponse_RUNNING {
+				answered[id] = true
+			}
 		},
 	})
 	if err != nil {
