@@ -39,6 +39,11 @@ type Metrics struct {
 	connected  atomic.Int64
 	// journalDown is 1 while the command journal cannot write.
 	journalDown atomic.Int64
+	// certNotAfter is the client certificate's end, Unix seconds (0: none known);
+	// renewals counts certificate renewals by result.
+	certNotAfter atomic.Int64
+	renewOK      atomic.Uint64
+	renewFailed  atomic.Uint64
 	// status reads the supervisor's plugins for the restart counters (WatchPlugins).
 	status func() []supervisor.Status
 	// started stands in for the process start time: New runs during the agent's
@@ -98,6 +103,26 @@ func (m *Metrics) Connected(up bool) {
 		m.connected.Store(1)
 	} else {
 		m.connected.Store(0)
+	}
+}
+
+// Certificate records the end of the client certificate the agent presents.
+func (m *Metrics) Certificate(notAfter time.Time) {
+	if m == nil {
+		return
+	}
+	m.certNotAfter.Store(notAfter.Unix())
+}
+
+// Renewal counts one certificate renewal, done or failed.
+func (m *Metrics) Renewal(ok bool) {
+	if m == nil {
+		return
+	}
+	if ok {
+		m.renewOK.Add(1)
+	} else {
+		m.renewFailed.Add(1)
 	}
 }
 

@@ -216,6 +216,18 @@ func (m *Metrics) appendText(b []byte) []byte {
 		gauge("yuzu_agent_journal_writable",
 			"1 while the command journal writes; 0 while it cannot (new commands are refused, answers held).",
 			strconv.FormatInt(1-m.journalDown.Load(), 10)),
+		gauge("yuzu_agent_client_certificate_expiry_timestamp_seconds",
+			"When the client certificate the agent presents expires, seconds since the Unix epoch (0: none).",
+			strconv.FormatInt(m.certNotAfter.Load(), 10)),
+		family{"yuzu_agent_certificate_renewals_total", func(b []byte) []byte {
+			const name = "yuzu_agent_certificate_renewals_total"
+			b = append(b, "# HELP "+name+" Renewals of the enrolled client certificate, by result.\n# TYPE "+name+" counter\n"...)
+			b = append(b, name+`{result="failed"} `...)
+			b = strconv.AppendUint(b, m.renewFailed.Load(), 10)
+			b = append(b, "\n"+name+`{result="ok"} `...)
+			b = strconv.AppendUint(b, m.renewOK.Load(), 10)
+			return append(b, '\n')
+		}},
 		gauge("process_start_time_seconds",
 			"Start time of the process since unix epoch in seconds.",
 			formatFloat(float64(m.started.UnixMicro())/1e6)),

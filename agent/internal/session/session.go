@@ -8,7 +8,6 @@ package session
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +29,7 @@ import (
 	"github.com/yuzugo/yuzu/agent/dispatch"
 	"github.com/yuzugo/yuzu/agent/fleetpb/agentv1"
 	"github.com/yuzugo/yuzu/agent/fleetpb/commonv1"
+	"github.com/yuzugo/yuzu/agent/internal/identity"
 	"github.com/yuzugo/yuzu/agent/internal/journal"
 	"github.com/yuzugo/yuzu/agent/internal/metrics"
 	"github.com/yuzugo/yuzu/agent/internal/sysinfo"
@@ -85,9 +85,11 @@ type Plugins interface {
 type Options struct {
 	// Server is the fleet server's host:port.
 	Server string
-	// TLS configures the connection; nil means plaintext (--no-tls).
-	TLS *tls.Config
-	// EnrollmentToken is sent with every Register when set.
+	// Identity gives each connection its TLS configuration, read afresh, and keeps
+	// the identity the agent enrolls for; nil means plaintext (--no-tls).
+	Identity *identity.Source
+	// EnrollmentToken is sent with every Register when set, until the agent has a
+	// certificate it enrolled for: that certificate is its identity from then on.
 	EnrollmentToken string
 	// Heartbeat is the heartbeat period: 30 s.
 	Heartbeat time.Duration
@@ -195,6 +197,12 @@ type Session struct {
 	curConn *grpc.ClientConn
 	curSID  string
 
+	// What the agent knows of its enrollment and certificate (enroll.go), and why
+	// the last connection failed or ended.
+	enrollMu sync.Mutex
+	enroll   EnrollState
+	linkErr  string
+
 	// The journal's health, and answers waiting for it to write (settle).
 	heldMu       sync.Mutex
 	held         []heldAnswer
@@ -280,7 +288,15 @@ func (s *Session) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
+		if errors.Is(err, errEnrolled) || errors.Is(err, errRenewed) {
+			// A new certificate: the next connection presents it, at once.
+			attempt = 0
+			continue
+		}
 		s.log.Warn("fleet connection lost", "server", s.o.Server, "error", rows.Printable(errorText(err)))
+		s.enrollMu.Lock()
+		s.linkErr = rows.Printable(shownLong(errorText(err)))
+		s.enrollMu.Unlock()
 		attempt++
 	}
 	s.stop()
@@ -288,6 +304,13 @@ func (s *Session) Run(ctx context.Context) error {
 		s.log.Info("stopped with answers not yet delivered or confirmed; they are kept and sent after the next start", "queued", n)
 	}
 	return result
+}
+
+// LinkError is why the last connection failed or ended ("" before any did).
+func (s *Session) LinkError() string {
+	s.enrollMu.Lock()
+	defer s.enrollMu.Unlock()
+	return s.linkErr
 }
 
 func errorText(err error) string {
@@ -509,11 +532,15 @@ func (s *Session) stop() {
 	})
 }
 
-// dial opens a connection to the server.
+// dial opens a connection to the server, with the TLS files as they are now.
 func (s *Session) dial() (*grpc.ClientConn, error) {
 	creds := insecure.NewCredentials()
-	if s.o.TLS != nil {
-		creds = credentials.NewTLS(s.o.TLS)
+	if s.o.Identity != nil {
+		cfg, err := s.o.Identity.Config()
+		if err != nil {
+			return nil, err
+		}
+		creds = credentials.NewTLS(cfg)
 	}
 	return grpc.NewClient(s.o.Server,
 		grpc.WithTransportCredentials(creds),
@@ -574,9 +601,24 @@ func (s *Session) connect(ctx context.Context) (registered bool, err error) {
 		defer wg.Done()
 		s.heartbeat(sctx, client, sid)
 	}()
+	renewed := make(chan struct{})
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		s.renew(sctx, client, renewed)
+	}()
+	go func() {
+		defer wg.Done()
+		s.watchExpiry(sctx)
+	}()
 	select {
 	case err = <-recvDone:
 	case err = <-sendDone:
+	case <-renewed:
+		// The next connection presents the new certificate: this one ends as a stop
+		// would end it, but with the commands in flight left running.
+		s.drain(stream, recvDone)
+		err = errRenewed
 	case <-ctx.Done():
 		s.stop()
 		s.drain(stream, recvDone)
@@ -627,7 +669,18 @@ func (s *Session) drain(stream agentv1.AgentService_SubscribeClient, recvDone <-
 func (s *Session) register(ctx context.Context, client agentv1.AgentServiceClient) (string, error) {
 	rctx, cancel := context.WithTimeout(ctx, registerTimeout)
 	defer cancel()
-	req := &agentv1.RegisterRequest{Info: s.agentInfo(rctx), EnrollmentToken: s.o.EnrollmentToken}
+	req := &agentv1.RegisterRequest{Info: s.agentInfo(rctx)}
+	enrolling := s.o.Identity != nil && s.o.Identity.Enrolling()
+	if s.o.Identity == nil || !s.o.Identity.Enrolled() || enrolling {
+		req.EnrollmentToken = s.o.EnrollmentToken
+	}
+	if enrolling {
+		csr, err := s.o.Identity.CSR(s.o.AgentID, false)
+		if err != nil {
+			return "", fmt.Errorf("enrollment: %w", err)
+		}
+		req.CsrPem = csr
+	}
 	resp, err := client.Register(rctx, req)
 	if err != nil {
 		return "", fmt.Errorf("register: %w", err)
@@ -635,10 +688,29 @@ func (s *Session) register(ctx context.Context, client agentv1.AgentServiceClien
 	pending := resp.GetEnrollmentStatus() == "pending" || strings.Contains(strings.ToLower(resp.GetRejectReason()), "pending")
 	switch {
 	case !resp.GetAccepted() && !pending:
+		if enrolling || resp.GetEnrollmentStatus() == "denied" {
+			s.setEnroll(func(e *EnrollState) {
+				e.Status, e.Reason, e.Since = "denied", shownReason(resp.GetRejectReason()), time.Now()
+			})
+		}
 		return "", &RejectedError{Reason: resp.GetRejectReason()}
 	case pending:
+		s.setEnroll(func(e *EnrollState) {
+			if e.Status != "pending" {
+				e.Since = time.Now()
+			}
+			e.Status, e.Reason = "pending", shownReason(resp.GetRejectReason())
+		})
 		s.log.Info("enrollment pending approval on the fleet server; retrying later", "reason", shownReason(resp.GetRejectReason()))
-		return "", errors.New("enrollment pending")
+		return "", errPending
+	}
+	if enrolling {
+		if err := s.enrolled(resp); err != nil {
+			return "", err
+		}
+		if resp.GetIssuedCertificate() != "" {
+			return "", errEnrolled
+		}
 	}
 	sid := resp.GetSessionId()
 	if len(sid) > maxSessionIDBytes || !printableASCII(sid) {

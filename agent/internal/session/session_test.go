@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"os"
 	"path/filepath"
@@ -334,19 +333,6 @@ func TestSlim(t *testing.T) {
 	}
 	if len(big.GetOutput()) != 10000 {
 		t.Error("slim changed the original")
-	}
-}
-
-func TestClientTLS(t *testing.T) {
-	if _, err := ClientTLS(TLSFiles{}); !errors.Is(err, ErrNoTrustAnchor) {
-		t.Errorf("no anchor: %v", err)
-	}
-	cfg, err := ClientTLS(TLSFiles{SystemRoots: true})
-	if err != nil || cfg.RootCAs != nil || cfg.MinVersion != tls.VersionTLS12 {
-		t.Errorf("system roots: %+v, %v", cfg, err)
-	}
-	if _, err := ClientTLS(TLSFiles{SystemRoots: true, ClientKey: "k"}); err == nil {
-		t.Error("a key without a certificate was accepted")
 	}
 }
 
