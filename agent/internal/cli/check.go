@@ -4,14 +4,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/yuzugo/yuzu/agent/internal/identity"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/sdk/rows"
 	"github.com/yuzugo/yuzu/sdk/safefile"
@@ -80,6 +83,17 @@ func settingsWarnings(cfg config, rs runSettings) []string {
 	if cfg.clientKey != "" {
 		if exposed := fileExposed(cfg.clientKey); exposed != nil {
 			out = append(out, fmt.Sprintf("the client key %s is %v: only the agent's user should read it (chmod 0600)", cfg.clientKey, exposed))
+		}
+	}
+	if rs.identity != nil {
+		if exposed := rs.identity.Exposed(); exposed != nil {
+			out = append(out, fmt.Sprintf("the enrolled identity %s (the agent's key) is %v: only the agent's user should read it",
+				filepath.Join(rs.identity.Dir(), identity.IdentityFile), exposed))
+		}
+		if leaf, ok, err := rs.identity.Current(); err == nil && ok {
+			if p := leaf.Problem(time.Now()); p != "" {
+				out = append(out, p+" ("+identity.Describe(leaf, time.Now())+")")
+			}
 		}
 	}
 	out = append(out, unknownPluginSections(cfg)...)
@@ -203,6 +217,17 @@ func runConfigCheck(cfg config, log hclog.Logger, args []string, stdout io.Write
 	}
 	rs, problems := settingsProblems(cfg, log)
 	warnings := settingsWarnings(cfg, rs)
+	if rs.identity != nil {
+		leaf, ok, err := rs.identity.Current()
+		switch {
+		case err != nil:
+			problems = append(problems, err.Error())
+		case ok:
+			fmt.Fprintln(stdout, "certificate:", rows.Printable(identity.Describe(leaf, time.Now())))
+		case rs.identity.Enrolling():
+			fmt.Fprintln(stdout, "certificate: none yet; run enrolls for one")
+		}
+	}
 	for _, p := range problems {
 		fmt.Fprintln(stdout, "problem:", rows.Printable(p))
 	}

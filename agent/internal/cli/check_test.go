@@ -24,9 +24,7 @@ func newCheckWorld(t *testing.T) checkWorld {
 	if err := os.WriteFile(filepath.Join(w.pluginDir, "catalog.json"), []byte(`{"format":1,"plugins":{}}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(w.token, []byte("s3cret-token\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writePrivateFile(t, w.token, []byte("s3cret-token\n"))
 	return w
 }
 
@@ -48,8 +46,8 @@ func TestConfigCheck(t *testing.T) {
 	// Problems: exit 1, each named; the token never printed.
 	empty := filepath.Join(t.TempDir(), "empty")
 	two := filepath.Join(t.TempDir(), "two")
-	os.WriteFile(empty, []byte(" \n"), 0o600)
-	os.WriteFile(two, []byte("a\nb\n"), 0o600)
+	writePrivateFile(t, empty, []byte(" \n"))
+	writePrivateFile(t, two, []byte("a\nb\n"))
 	for _, c := range []struct {
 		name string
 		args []string
@@ -76,7 +74,7 @@ func TestConfigCheck(t *testing.T) {
 		t.Errorf("--strict: exit %d\n%s", code, out)
 	}
 	cfgPath := filepath.Join(t.TempDir(), "agent.yaml")
-	os.WriteFile(cfgPath, []byte("enrollment-token: s3cret-token\nplugins:\n  firwall:\n    enabled: false\n"), 0o600)
+	writePrivateFile(t, cfgPath, []byte("enrollment-token: s3cret-token\nplugins:\n  firwall:\n    enabled: false\n"))
 	code, out = w.check("--config", cfgPath)
 	if code != exitOK || !strings.Contains(out, "warning: plugins.firwall ("+cfgPath+":3) names no installed plugin, so its settings apply to nothing (installed: none)") {
 		t.Errorf("a plugin section for no plugin: exit %d\n%s", code, out)

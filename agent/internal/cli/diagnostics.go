@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/yuzugo/yuzu/agent/internal/control"
+	"github.com/yuzugo/yuzu/agent/internal/identity"
 	"github.com/yuzugo/yuzu/agent/internal/service"
 	"github.com/yuzugo/yuzu/agent/trust"
 	"github.com/yuzugo/yuzu/sdk/atomicfile"
@@ -109,6 +110,7 @@ func collectDiagnostics(ctx context.Context, cfg config) []diagFile {
 	add("plugins.txt", diagPlugins(cfg.pluginDir))
 	add("log.txt", redactValues(diagLog(ctx, cfg)))
 	add("journal.txt", diagListing(filepath.Join(cfg.dataDir, fleetDir)))
+	add("certificate.txt", diagCertificate(cfg))
 
 	secrets := []string{}
 	if cfg.enrollmentToken != "" {
@@ -128,6 +130,29 @@ var auditValues = regexp.MustCompile(`(\bvalues=|"values":)"(?:[^"\\]|\\.)*"`)
 // redactValues replaces every command's parameter values in log text.
 func redactValues(text string) string {
 	return auditValues.ReplaceAllString(text, `${1}"`+redacted+`"`)
+}
+
+// diagCertificate describes the client certificate run would present, what is wrong
+// with it, and the files of the enrolled identity (names and sizes: the key is never
+// read into the bundle).
+func diagCertificate(cfg config) string {
+	var b strings.Builder
+	src := identity.New(identity.Files{CA: cfg.caCert, SystemRoots: cfg.tlsSystemRoots, ClientCert: cfg.clientCert, ClientKey: cfg.clientKey},
+		filepath.Join(cfg.dataDir, certsDir))
+	now := time.Now()
+	switch leaf, ok, err := src.Current(); {
+	case err != nil:
+		fmt.Fprintf(&b, "certificate: %s\n", rows.Printable(err.Error()))
+	case ok:
+		fmt.Fprintf(&b, "certificate: %s\n", rows.Printable(identity.Describe(leaf, now)))
+		if p := leaf.Problem(now); p != "" {
+			fmt.Fprintf(&b, "problem: %s\n", rows.Printable(p))
+		}
+	default:
+		b.WriteString("certificate: none (run enrolls for one)\n")
+	}
+	b.WriteString(diagListing(filepath.Join(cfg.dataDir, certsDir)))
+	return b.String()
 }
 
 // redact replaces every secret in text.

@@ -58,7 +58,7 @@ func TestDiagnosticsBundle(t *testing.T) {
 		b, _ := io.ReadAll(tr)
 		got[h.Name] = string(b)
 	}
-	for _, name := range []string{"version.txt", "config.txt", "status.txt", "plugins.txt", "log.txt", "journal.txt"} {
+	for _, name := range []string{"version.txt", "config.txt", "status.txt", "plugins.txt", "log.txt", "journal.txt", "certificate.txt"} {
 		if _, ok := got[diagDir+"/"+name]; !ok {
 			t.Errorf("bundle lacks %s", name)
 		}

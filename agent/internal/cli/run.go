@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"crypto/rand"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/yuzugo/yuzu/agent/internal/identity"
 	"github.com/yuzugo/yuzu/agent/internal/installer"
 	"github.com/yuzugo/yuzu/agent/internal/journal"
 	"github.com/yuzugo/yuzu/agent/internal/metrics"
@@ -127,8 +127,8 @@ func idleDuration(v string) (time.Duration, error) {
 type runSettings struct {
 	server                  string
 	heartbeat               time.Duration
-	tls                     *tls.Config // nil with --no-tls
-	spoolAnswer, spoolTotal int64       // bytes; negative: keep none
+	identity                *identity.Source // nil with --no-tls
+	spoolAnswer, spoolTotal int64            // bytes; negative: keep none
 	idleStop                map[string]time.Duration
 	// token is the enrollment token, from --enrollment-token or the file
 	// --enrollment-token-file names.
@@ -206,11 +206,16 @@ func checkRun(cfg config) (runSettings, error) {
 		}
 		return rs, nil
 	}
-	rs.tls, err = session.ClientTLS(session.TLSFiles{
-		CA: cfg.caCert, SystemRoots: cfg.tlsSystemRoots, ClientCert: cfg.clientCert, ClientKey: cfg.clientKey,
-	})
-	return rs, err
+	files := identity.Files{CA: cfg.caCert, SystemRoots: cfg.tlsSystemRoots, ClientCert: cfg.clientCert, ClientKey: cfg.clientKey}
+	if err := files.Check(); err != nil {
+		return rs, err
+	}
+	rs.identity = identity.New(files, filepath.Join(cfg.dataDir, certsDir))
+	return rs, nil
 }
+
+// certsDir is the data dir's directory of the identity the agent enrolls for.
+const certsDir = "certs"
 
 // checkHostPort accepts host:port with a port from 1 to 65535 (the host may be empty
 // only for a listen address, which then listens on every interface).
@@ -309,10 +314,11 @@ func runFleet(ctx context.Context, cfg config, log hclog.Logger, args []string, 
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go sup.Watch(watchCtx, catalogWatch)
-	log.Info("agent starting", "agent_id", cfg.agentID, "server", rs.server, "tls", rs.tls != nil, "plugins", strings.Join(sup.Plugins(), ","))
+	log.Info("agent starting", "agent_id", cfg.agentID, "server", rs.server, "tls", rs.identity != nil, "plugins", strings.Join(sup.Plugins(), ","))
+	logCertificate(log, rs, m)
 	s := session.New(session.Options{
 		Server:           rs.server,
-		TLS:              rs.tls,
+		Identity:         rs.identity,
 		EnrollmentToken:  rs.token,
 		Heartbeat:        rs.heartbeat,
 		Timeout:          cfg.timeout,
@@ -423,5 +429,33 @@ func fleetInstaller(cfg config, log hclog.Logger, sup *supervisor.Supervisor, ke
 			return append(out, rows.Format("plugin", name, from, res.Change.Entry.VersionOrUnknown(), res.Change.Kind, string(st.State))), nil
 		}
 		return append(out, rows.Format("error", "plugin "+name+" is not in the running agent after its installation")), nil
+	}
+}
+
+// logCertificate says at start which client certificate the agent presents and what is
+// wrong with it, or that it will enroll; the metrics page gets its end.
+func logCertificate(log hclog.Logger, rs runSettings, m *metrics.Metrics) {
+	if rs.identity == nil {
+		return
+	}
+	now := time.Now()
+	leaf, ok, err := rs.identity.Current()
+	switch {
+	case err != nil:
+		log.Error("client certificate", "problem", rows.Printable(err.Error()))
+	case ok:
+		m.Certificate(leaf.NotAfter)
+		if p := leaf.Problem(now); p != "" {
+			log.Warn(p, "certificate", rows.Printable(identity.Describe(leaf, now)))
+		} else {
+			log.Info("client certificate", "certificate", rows.Printable(identity.Describe(leaf, now)))
+		}
+		if leaf.Bad(now) && leaf.Source == "enrolled" {
+			log.Info("the enrolled certificate is not valid now: the agent enrolls again (a new CSR with the enrollment token)")
+		}
+	case rs.token != "":
+		log.Info("no client certificate: the agent enrolls with its token (a CSR for a key of its own)", "dir", rs.identity.Dir())
+	default:
+		log.Info("no client certificate and no enrollment token: the agent asks the server for a certificate with a CSR, which it may refuse")
 	}
 }

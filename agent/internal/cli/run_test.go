@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/yuzugo/yuzu/agent/internal/session"
+	"github.com/yuzugo/yuzu/agent/internal/identity"
 )
 
 func TestParseRunFlags(t *testing.T) {
@@ -90,13 +90,13 @@ func TestCheckRun(t *testing.T) {
 		})
 	}
 	rs, err := checkRun(config{noTLS: true})
-	if err != nil || rs.server != "localhost:50051" || rs.heartbeat != 30*time.Second || rs.tls != nil {
+	if err != nil || rs.server != "localhost:50051" || rs.heartbeat != 30*time.Second || rs.identity != nil {
 		t.Errorf("defaults: %+v, %v", rs, err)
 	}
 	if _, err := checkRun(config{tlsSystemRoots: true}); err != nil {
 		t.Errorf("system roots: %v", err)
 	}
-	if _, err := checkRun(config{}); !errors.Is(err, session.ErrNoTrustAnchor) {
+	if _, err := checkRun(config{}); !errors.Is(err, identity.ErrNoTrustAnchor) {
 		t.Errorf("without a trust anchor: %v, want ErrNoTrustAnchor", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/yuzugo/yuzu/agent/internal/control"
+	"github.com/yuzugo/yuzu/agent/internal/identity"
 	"github.com/yuzugo/yuzu/agent/internal/metrics"
 	"github.com/yuzugo/yuzu/agent/internal/session"
 	"github.com/yuzugo/yuzu/agent/supervisor"
@@ -47,6 +48,20 @@ func serveStatus(ctx context.Context, cfg config, rs runSettings, sup *superviso
 		}
 		if s := sess.Load(); s != nil {
 			r.JournalProblem, r.JournalSince, r.HeldAnswers = s.JournalState()
+			r.LinkError = s.LinkError()
+			e := s.Enrollment()
+			r.Enrollment, r.EnrollmentReason, r.EnrollmentSince, r.RenewalError = e.Status, e.Reason, e.Since, e.RenewError
+		}
+		if rs.identity != nil {
+			now := time.Now()
+			leaf, ok, err := rs.identity.Current()
+			switch {
+			case err != nil:
+				r.CertificateProblem, r.CertificateBad = err.Error(), true
+			case ok:
+				r.Certificate = identity.Describe(leaf, now)
+				r.CertificateProblem, r.CertificateBad = leaf.Problem(now), leaf.Bad(now)
+			}
 		}
 		return r
 	}
@@ -115,12 +130,35 @@ const exitNotRunning = 3
 // writeReport prints a report for people; every field from the agent is escaped.
 func writeReport(w io.Writer, r control.Report) error {
 	conn := "disconnected"
-	if r.Connected {
+	switch {
+	case r.Connected:
 		conn = "connected"
+	case r.CertificateBad:
+		// The likely reason, and one the operator can act on, comes first.
+		conn = "disconnected: " + r.CertificateProblem
+	case r.Enrollment == "pending":
+		conn = "disconnected: enrollment pending approval since " + r.EnrollmentSince.Format(time.RFC3339)
+	case r.Enrollment == "denied":
+		conn = "disconnected: enrollment denied: " + r.EnrollmentReason
+	case r.LinkError != "":
+		conn = "disconnected: " + r.LinkError
 	}
 	fmt.Fprintf(w, "agent:       %s (commit %s), pid %d, up since %s\n", cell(r.Version), cell(r.Commit), r.PID, r.Started.Format(time.RFC3339))
 	fmt.Fprintf(w, "agent id:    %s\n", cell(r.AgentID))
-	fmt.Fprintf(w, "server:      %s, %s, %d reconnects\n", cell(r.Server), conn, r.Reconnects)
+	fmt.Fprintf(w, "server:      %s, %s, %d reconnects\n", cell(r.Server), cell(conn), r.Reconnects)
+	switch {
+	case r.Certificate != "" && r.CertificateProblem != "":
+		fmt.Fprintf(w, "certificate: %s; WARNING: %s\n", cell(r.Certificate), cell(r.CertificateProblem))
+	case r.Certificate != "":
+		fmt.Fprintf(w, "certificate: %s\n", cell(r.Certificate))
+	case r.CertificateProblem != "":
+		fmt.Fprintf(w, "certificate: %s\n", cell(r.CertificateProblem))
+	case r.Enrollment != "":
+		fmt.Fprintf(w, "certificate: none (enrollment %s)\n", cell(r.Enrollment))
+	}
+	if r.RenewalError != "" {
+		fmt.Fprintf(w, "renewal:     FAILED: %s; the current certificate serves until it expires\n", cell(r.RenewalError))
+	}
 	fmt.Fprintf(w, "queue:       %d commands waiting or running\n", r.QueueDepth)
 	if r.JournalProblem != "" {
 		fmt.Fprintf(w, "journal:     CANNOT WRITE since %s: %s; new commands are refused, %d answers held\n",

@@ -49,10 +49,27 @@ type Report struct {
 	QueueDepth int64 `json:"queue_depth"`
 	// JournalProblem is why the command journal cannot write now ("" while it does),
 	// since JournalSince; HeldAnswers wait for it.
-	JournalProblem string              `json:"journal_problem,omitempty"`
-	JournalSince   time.Time           `json:"journal_since,omitzero"`
-	HeldAnswers    int                 `json:"held_answers,omitempty"`
-	Plugins        []supervisor.Status `json:"plugins"`
+	JournalProblem string    `json:"journal_problem,omitempty"`
+	JournalSince   time.Time `json:"journal_since,omitzero"`
+	HeldAnswers    int       `json:"held_answers,omitempty"`
+	// LinkError is why the last connection to the fleet server failed or ended.
+	LinkError string `json:"link_error,omitempty"`
+	// Certificate describes the client certificate the next connection presents
+	// ("" when there is none); CertificateProblem is what is wrong with it: expired,
+	// not yet valid, or close to its end.
+	Certificate        string `json:"certificate,omitempty"`
+	CertificateProblem string `json:"certificate_problem,omitempty"`
+	// CertificateBad says the problem keeps the certificate from being accepted.
+	CertificateBad bool `json:"certificate_bad,omitempty"`
+	// Enrollment is "pending", "enrolled", "denied" or "" (the agent did not enroll
+	// in this run), since EnrollmentSince, with the server's EnrollmentReason.
+	Enrollment       string    `json:"enrollment,omitempty"`
+	EnrollmentReason string    `json:"enrollment_reason,omitempty"`
+	EnrollmentSince  time.Time `json:"enrollment_since,omitzero"`
+	// RenewalError is the last failed renewal of the enrolled certificate ("" when
+	// the last one worked or none failed).
+	RenewalError string              `json:"renewal_error,omitempty"`
+	Plugins      []supervisor.Status `json:"plugins"`
 }
 
 // ReloadReport is what a running agent says after reading its plugin catalog again
