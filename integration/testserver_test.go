@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,7 @@ import (
 
 // TestTestServerConsole runs yuzu-testserver as a newcomer would: it makes its
 // certificates, prints the `yuzu-agent run` line, an agent started with exactly that
-// line connects over mutual TLS, and typed `send` lines (plugin and action, then a
+// line (the authority and the token) enrolls and connects over mutual TLS, and typed `send` lines (plugin and action, then a
 // definition id) come back as rows; `agents` names the agent; a bad definition
 // parameter is refused before anything is sent; a plugin published there is deployed
 // to the agent; quit ends it with status 0.
@@ -62,10 +63,9 @@ func TestTestServerConsole(t *testing.T) {
 	scr.mu.Lock()
 	ids := scr.buf.String()[at : end-len("-N, a new prefix at every start\n")]
 	scr.mu.Unlock()
-	for _, f := range []string{"ca.pem", "client.pem", "client-key.pem"} {
-		if !strings.Contains(runLine, filepath.Join(pki, f)) {
-			t.Errorf("the run line does not name %s in %s: %q", f, pki, runLine)
-		}
+	// With a token the agent needs only the authority and the token: it enrolls.
+	if !strings.Contains(runLine, "--ca-cert "+filepath.Join(pki, "ca.pem")) || strings.Contains(runLine, "--client-cert") {
+		t.Errorf("the run line is not an enrollment's (the CA and the token only): %q", runLine)
 	}
 
 	agent := exec.CommandContext(ctx, binPath(agentBin), append([]string{"--plugin-dir", w.pluginDir, "--data-dir", w.dataDir}, args[1:]...)...)
@@ -93,6 +93,11 @@ func TestTestServerConsole(t *testing.T) {
 	at = scr.waitFor(t, at, ids+"-2 SUCCESS  exit_code=0")
 	typ("send device.tags.get nokey=1")
 	at = scr.waitFor(t, at, "yuzu-testserver: device.tags.get: ")
+	typ("issued")
+	at = scr.waitFor(t, at, " enrollment, valid ")
+	if _, err := os.Stat(filepath.Join(w.dataDir, "certs", "identity.pem")); err != nil {
+		t.Errorf("the agent keeps no enrolled identity: %v", err)
+	}
 	typ("agents")
 	at = scr.waitFor(t, at, "* ")
 	at = scr.waitFor(t, at, " plugins: tags ")

@@ -173,7 +173,9 @@ by_hand_fail() {
 	exit 1
 }
 mkfifo "$by_hand/in"
-"$testserver" -listen 127.0.0.1:0 -dir "$by_hand/pki" -plugin-dir "$plugins" <"$by_hand/in" >"$by_hand/server.out" 2>&1 &
+# With a token the printed line gives the agent the authority and the token only: it
+# enrolls (a CSR for a key of its own) and connects with the certificate issued.
+"$testserver" -listen 127.0.0.1:0 -dir "$by_hand/pki" -plugin-dir "$plugins" -enrollment-token demo-token <"$by_hand/in" >"$by_hand/server.out" 2>&1 &
 server_pid=$!
 exec 3>"$by_hand/in" # held open: the server reads until the demo says quit
 # wait_for TEXT: waits (up to two minutes) until the server has printed TEXT.
@@ -189,13 +191,16 @@ wait_for() {
 wait_for "  yuzu-agent run "
 run_line=$(grep -m1 -- "^  yuzu-agent run " "$by_hand/server.out")
 read -ra run_args <<<"$run_line"
-printf '$ yuzu-testserver -listen 127.0.0.1:0 -dir %s -plugin-dir %s\n' "$by_hand/pki" "${plugins#"$ROOT"/}"
-sed -n '1,4p' "$by_hand/server.out"
+printf '$ yuzu-testserver -listen 127.0.0.1:0 -dir %s -plugin-dir %s -enrollment-token demo-token\n' "$by_hand/pki" "${plugins#"$ROOT"/}"
+sed -n '1,5p' "$by_hand/server.out"
 printf '$ %s\n' "${run_line#  }"
 "$agent" --plugin-dir "$plugins" --data-dir "$by_hand/data" "${run_args[@]:1}" >"$by_hand/agent.log" 2>&1 &
 agent_pid=$!
 # The running agent answers `yuzu-agent status` on its local socket.
 wait_for "fleet: registered agent"
+grep -q "enrolled: the fleet server issued a certificate" "$by_hand/agent.log" ||
+	by_hand_fail "the agent did not enroll with the token"
+printf '(the agent enrolled: %s)\n' "$(grep -o 'certificate="[^"]*"' "$by_hand/agent.log" | head -1)"
 status_ok=0
 for ((i = 0; i < 100; i++)); do
 	if "$agent" --plugin-dir "$plugins" --data-dir "$by_hand/data" status >"$by_hand/status.out" 2>&1; then

@@ -63,6 +63,14 @@ func NewPKI(dir, name string) (*PKI, error) {
 	if err := writePEM(p.CA, "CERTIFICATE", caDER); err != nil {
 		return nil, err
 	}
+	// The authority's key, for an Issuer of a later run (LoadPKI).
+	caKeyDER, err := x509.MarshalECPrivateKey(caKey)
+	if err != nil {
+		return nil, err
+	}
+	if err := writePEM(filepath.Join(dir, "ca-key.pem"), "EC PRIVATE KEY", caKeyDER); err != nil {
+		return nil, err
+	}
 	if p.ServerCert, p.ServerKey, err = p.issue("server", &x509.Certificate{
 		Subject:     pkix.Name{CommonName: "localhost"},
 		DNSNames:    []string{"localhost"},
@@ -83,20 +91,69 @@ func NewPKI(dir, name string) (*PKI, error) {
 	return p, nil
 }
 
+// LoadPKI reads an authority NewPKI made in dir (perhaps in another process), with its
+// key, so that a restarted server issues from the same authority.
+func LoadPKI(dir string) (*PKI, error) {
+	p := &PKI{Dir: dir, CA: filepath.Join(dir, "ca.pem"), ServerCert: filepath.Join(dir, "server.pem"), ServerKey: filepath.Join(dir, "server-key.pem"),
+		ClientCert: filepath.Join(dir, "client.pem"), ClientKey: filepath.Join(dir, "client-key.pem")}
+	caPEM, err := os.ReadFile(p.CA)
+	if err != nil {
+		return nil, err
+	}
+	block, _ := pem.Decode(caPEM)
+	if block == nil {
+		return nil, fmt.Errorf("%s holds no certificate", p.CA)
+	}
+	if p.caCert, err = x509.ParseCertificate(block.Bytes); err != nil {
+		return nil, err
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(dir, "ca-key.pem"))
+	if err != nil {
+		return nil, err
+	}
+	if block, _ = pem.Decode(keyPEM); block == nil {
+		return nil, fmt.Errorf("%s holds no key", filepath.Join(dir, "ca-key.pem"))
+	}
+	if p.caKey, err = x509.ParseECPrivateKey(block.Bytes); err != nil {
+		return nil, err
+	}
+	p.pool = x509.NewCertPool()
+	p.pool.AddCert(p.caCert)
+	if p.server, err = tls.LoadX509KeyPair(p.ServerCert, p.ServerKey); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 func serial() *big.Int {
 	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
 	return n
 }
 
-// issue signs a leaf from tmpl and writes <name>.pem and <name>-key.pem.
+// IssueClient signs a client certificate valid from notBefore to notAfter and writes
+// <name>.pem and <name>-key.pem in the PKI's directory: an expired or short-lived
+// certificate for a test.
+func (p *PKI) IssueClient(name string, notBefore, notAfter time.Time) (certPath, keyPath string, err error) {
+	return p.issue(name, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: name},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		NotBefore:   notBefore,
+		NotAfter:    notAfter,
+	})
+}
+
+// issue signs a leaf from tmpl and writes <name>.pem and <name>-key.pem; a tmpl
+// without a validity gets one from an hour ago to a day from now.
 func (p *PKI) issue(name string, tmpl *x509.Certificate) (certPath, keyPath string, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return "", "", err
 	}
 	tmpl.SerialNumber = serial()
-	tmpl.NotBefore = time.Now().Add(-time.Hour)
-	tmpl.NotAfter = time.Now().Add(24 * time.Hour)
+	if tmpl.NotAfter.IsZero() {
+		tmpl.NotBefore = time.Now().Add(-time.Hour)
+		tmpl.NotAfter = time.Now().Add(24 * time.Hour)
+	}
 	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, &key.PublicKey, p.caKey)
 	if err != nil {

@@ -37,7 +37,13 @@ type Options struct {
 	// TLS is the server's TLS configuration; nil serves plaintext.
 	TLS *tls.Config
 	// EnrollmentToken, when set, is required: another token is refused for good.
+	// With an Issuer, an agent that presents a certificate of its authority needs no
+	// token.
 	EnrollmentToken string
+	// Issuer, when set, signs enrolling agents' CSRs and renews their certificates
+	// (issuer.go); TLS should then be its ServerTLS, and the command stream and
+	// heartbeats need a client certificate.
+	Issuer *Issuer
 	// Pending answers "pending" to this many registrations before accepting.
 	Pending int
 	// OnResponse, when set, sees every response as it arrives.
@@ -452,33 +458,59 @@ func (v *service) Register(ctx context.Context, req *agentv1.RegisterRequest) (*
 	return resp, err
 }
 
-func (v *service) register(_ context.Context, req *agentv1.RegisterRequest) (*agentv1.RegisterResponse, error) {
+func (v *service) register(ctx context.Context, req *agentv1.RegisterRequest) (*agentv1.RegisterResponse, error) {
 	s := v.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.notify()
 	s.regs = append(s.regs, req)
-	if s.opts.EnrollmentToken != "" && req.GetEnrollmentToken() != s.opts.EnrollmentToken {
+	tokenOK := s.opts.EnrollmentToken == "" || req.GetEnrollmentToken() == s.opts.EnrollmentToken
+	if s.opts.Issuer != nil {
+		if resp := s.opts.Issuer.answer(ctx, req, tokenOK); resp != nil {
+			if resp.GetAccepted() {
+				resp.SessionId = s.newSession(req.GetInfo().GetAgentId())
+			}
+			return resp, nil
+		}
+		tokenOK = true // an enrolled agent: its certificate is its identity
+	}
+	if !tokenOK {
 		return &agentv1.RegisterResponse{Accepted: false, RejectReason: "invalid enrollment token", EnrollmentStatus: "denied"}, nil
 	}
 	if s.pending < s.opts.Pending {
 		s.pending++
 		return &agentv1.RegisterResponse{Accepted: false, RejectReason: "enrollment pending approval", EnrollmentStatus: "pending"}, nil
 	}
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	sid := hex.EncodeToString(b[:])
-	s.sessions[sid] = true
-	s.agentOf[sid] = req.GetInfo().GetAgentId()
+	sid := s.newSession(req.GetInfo().GetAgentId())
 	s.accepted++
 	return &agentv1.RegisterResponse{SessionId: sid, Accepted: true, EnrollmentStatus: "enrolled"}, nil
 }
 
-func (v *service) Heartbeat(_ context.Context, req *agentv1.HeartbeatRequest) (*agentv1.HeartbeatResponse, error) {
+// newSession makes a session id for an agent; s.mu is held.
+func (s *Server) newSession(agentID string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	sid := hex.EncodeToString(b[:])
+	s.sessions[sid] = true
+	s.agentOf[sid] = agentID
+	return sid
+}
+
+// authenticated says whether a call may use the command stream or heartbeat: with an
+// Issuer, only with a client certificate of its authority (the registration alone
+// can be an enrollment's, without one).
+func (s *Server) authenticated(ctx context.Context, agentID string) bool {
+	if s.opts.Issuer == nil {
+		return true
+	}
+	return s.opts.Issuer.note(ctx, agentID) != nil
+}
+
+func (v *service) Heartbeat(ctx context.Context, req *agentv1.HeartbeatRequest) (*agentv1.HeartbeatResponse, error) {
 	s := v.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.sessions[req.GetSessionId()] {
+	if !s.sessions[req.GetSessionId()] || !s.authenticated(ctx, s.agentOf[req.GetSessionId()]) {
 		return nil, status.Error(codes.Unauthenticated, "unknown session")
 	}
 	s.heartbeat = append(s.heartbeat, req)
@@ -494,10 +526,10 @@ func (v *service) Subscribe(stream agentv1.AgentService_SubscribeServer) error {
 	md, _ := metadata.FromIncomingContext(stream.Context())
 	ids := md.Get(SessionHeader)
 	s.mu.Lock()
-	known := len(ids) == 1 && s.sessions[ids[0]]
+	known := len(ids) == 1 && s.sessions[ids[0]] && s.authenticated(stream.Context(), s.agentOf[ids[0]])
 	s.mu.Unlock()
 	if !known {
-		return status.Error(codes.Unauthenticated, "Subscribe without a registered session")
+		return status.Error(codes.Unauthenticated, "Subscribe without a registered session and a client certificate")
 	}
 	sub := &subscriber{out: make(chan *agentv1.CommandRequest), done: make(chan struct{})}
 	s.mu.Lock()

@@ -214,3 +214,80 @@ func TestWindowsFleetRun(t *testing.T) {
 	default:
 	}
 }
+
+// TestWindowsEnrollment: yuzu-agent.exe given only the server, the authority and a
+// token file enrolls under Wine: it makes its key, sends a CSR with the token, keeps
+// the issued certificate with its key in <data-dir>\certs\identity.pem, connects again
+// presenting it and answers a command. The key file's DACL, as the agent gives it
+// through the Windows API when it creates the file, lets no one but SYSTEM,
+// Administrators and the agent's user read it (Wine keeps it as Unix mode bits: none
+// for others), and `config check` finds nobody else can read it.
+func TestWindowsEnrollment(t *testing.T) {
+	needWine(t)
+	t.Parallel()
+	w := newWorld(t, tagsExe)
+	pki, err := fleetserver.NewPKI(filepath.Join(t.TempDir(), "pki"), "fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	iss := pki.NewIssuer(24*time.Hour, fleetserver.ApproveAuto)
+	const token = "wine-enrollment-token"
+	srv, err := fleetserver.Start("127.0.0.1:0", fleetserver.Options{TLS: iss.ServerTLS(), Issuer: iss, EnrollmentToken: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, wine64, filepath.Join(env.bin, agentExe), "--plugin-dir", winPath(w.pluginDir), "--data-dir", winPath(w.dataDir),
+		"run", "--server", srv.Addr(), "--ca-cert", winPath(pki.CA), "--enrollment-token-file", winPath(tokenFile))
+	cmd.Env = wineEnv()
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			t.Logf("agent log:\n%s", log.String())
+		}
+	})
+	if err := srv.WaitSubscribed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := srv.Do(ctx, &agentv1.CommandRequest{CommandId: "enrolled-1", Plugin: "tags", Action: "count", Parameters: map[string]string{}})
+	if err != nil || r.Terminal.GetStatus() != agentv1.CommandResponse_SUCCESS {
+		t.Fatalf("a command after enrolling: %v %v", r.Terminal, err)
+	}
+	issued := iss.Issued()
+	if len(issued) != 1 || !iss.Seen(issued[0].Serial) {
+		t.Fatalf("issued %+v: want one certificate, presented on the command stream", issued)
+	}
+	id := filepath.Join(w.dataDir, "certs", "identity.pem")
+	fi, err := os.Stat(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wine keeps the DACL given at creation as mode bits: SYSTEM and the user as the
+	// owner's, Administrators as the group's (which it reads back as no entry), and
+	// an Everyone entry would be the others' bits.
+	if fi.Mode().Perm()&0o007 != 0 {
+		t.Errorf("%s: mode %v: its DACL lets everyone read the key", id, fi.Mode())
+	}
+	if b, _ := os.ReadFile(id); !strings.Contains(string(b), "EC PRIVATE KEY") || !strings.Contains(string(b), "CERTIFICATE") {
+		t.Errorf("the identity file holds no key and certificate")
+	}
+	check := w.agent("--ca-cert", winPath(pki.CA), "config", "check")
+	if strings.Contains(check.stdout, "readable by") || !strings.Contains(check.stdout, "certificate: enrolled certificate CN=") {
+		t.Errorf("config check after enrolling:\n%s", check)
+	}
+}

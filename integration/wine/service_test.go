@@ -214,7 +214,7 @@ func TestWindowsConfigFileDACL(t *testing.T) {
 		t.Fatal(err)
 	}
 	conf := filepath.Join(dir, "agent.yaml")
-	writeFile(t, conf, "log-level: debug\n")
+	writeFile(t, conf, "log-level: debug\ntls-system-roots: true\n")
 	agent := filepath.Join(env.bin, agentExe)
 	if r := runExe(t, nil, agent, "--config", winPath(conf), "config", "show"); r.code != 0 || !strings.Contains(r.stdout, "debug") {
 		t.Errorf("config show of a 0644 file:\n%s", r)

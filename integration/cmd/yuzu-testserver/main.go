@@ -53,6 +53,11 @@ const help = `commands:
                                        connected agent), and wait for their answers
   wait [SECONDS]                       wait until every command sent has its answer (default 60)
   agents                               the agents that registered, * marks the connected one
+  approve AGENT-ID                     let a pending enrollment through (-approval pending)
+  pending                              the agents whose enrollment waits for approve
+  issued                               the certificates signed so far: agent, serial, validity
+  revoke SERIAL                        refuse a certificate (hex serial, as issued lists it)
+                                       in the TLS handshake from now on
   help                                 this text
   quit                                 stop (the end of input waits for the answers first)
 Words are quoted as in a POSIX shell: send tags set key=note value='two words'.
@@ -62,6 +67,8 @@ Words are quoted as in a POSIX shell: send tags set key=note value='two words'.
 type options struct {
 	listen, dir, token, pluginDir string
 	noTLS                         bool
+	lifetime                      time.Duration
+	approval                      string
 }
 
 func main() {
@@ -71,7 +78,19 @@ func main() {
 	flag.StringVar(&o.token, "enrollment-token", "", "enrollment token every agent must send (default: none asked)")
 	flag.StringVar(&o.pluginDir, "plugin-dir", "", "plugin dir whose served definitions send DEFINITION-ID may name (default: the agent's workflows only)")
 	flag.BoolVar(&o.noTLS, "no-tls", false, "plaintext instead of mutual TLS")
+	flag.DurationVar(&o.lifetime, "issue-lifetime", 24*time.Hour, "how long a certificate signed for an enrolling or renewing agent is valid")
+	flag.StringVar(&o.approval, "approval", "auto", "how enrollments are answered: auto (a certificate at once), pending (until approve AGENT-ID) or deny")
 	flag.Parse()
+	switch fleetserver.Approval(o.approval) {
+	case fleetserver.ApproveAuto, fleetserver.ApprovePending, fleetserver.ApproveDeny:
+	default:
+		fmt.Fprintf(os.Stderr, "yuzu-testserver: -approval %q: want auto, pending or deny\n", o.approval)
+		os.Exit(2)
+	}
+	if o.lifetime < 10*time.Second {
+		fmt.Fprintf(os.Stderr, "yuzu-testserver: -issue-lifetime %s: at least 10s\n", o.lifetime)
+		os.Exit(2)
+	}
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "yuzu-testserver: no arguments are taken, got %q\n", flag.Arg(0))
 		os.Exit(2)
@@ -94,6 +113,8 @@ type console struct {
 	out  io.Writer
 	sent []string // command ids, in order
 	next int
+	// issuer signs the enrolling agents' certificates (nil with -no-tls).
+	issuer *fleetserver.Issuer
 	// idPrefix starts every command id, new at each start: an agent's journal
 	// remembers the ids it ran, so a restarted server that numbered from 1 again
 	// would get old answers for new commands.
@@ -143,14 +164,18 @@ func serve(ctx context.Context, o options, in io.Reader, out io.Writer) error {
 	if o.noTLS {
 		runFlags = append(runFlags, "--no-tls")
 	} else {
-		certs, err := certificates(dir)
+		pki, err := authority(dir)
 		if err != nil {
 			return err
 		}
-		if opts.TLS, err = fleetserver.LoadServerTLS(certs.CA, certs.ServerCert, certs.ServerKey); err != nil {
-			return err
+		c.issuer = pki.NewIssuer(o.lifetime, fleetserver.Approval(o.approval))
+		opts.Issuer, opts.TLS = c.issuer, c.issuer.ServerTLS()
+		runFlags = append(runFlags, "--ca-cert", quote(pki.CA))
+		if o.token == "" {
+			// No token to enroll with: the agent gets the authority's client
+			// certificate instead.
+			runFlags = append(runFlags, "--client-cert", quote(pki.ClientCert), "--client-key", quote(pki.ClientKey))
 		}
-		runFlags = append(runFlags, "--ca-cert", quote(certs.CA), "--client-cert", quote(certs.ClientCert), "--client-key", quote(certs.ClientKey))
 	}
 	if o.token != "" {
 		// A file, mode 0600, rather than the token on the agent's command line,
@@ -169,8 +194,11 @@ func serve(ctx context.Context, o options, in io.Reader, out io.Writer) error {
 	}
 	defer c.srv.Stop()
 	mode := "mutual TLS with a throw-away certificate authority"
-	if o.noTLS {
+	switch {
+	case o.noTLS:
 		mode = "plaintext (--no-tls)"
+	case o.token != "":
+		mode += fmt.Sprintf("; agents enroll with the token (approval %s, certificates valid %s)", o.approval, o.lifetime)
 	}
 	c.printf("yuzu-testserver: listening on %s, %s\n", c.srv.Addr(), mode)
 	c.printf("connect an agent with:\n  yuzu-agent run --server %s %s\n", c.srv.Addr(), strings.Join(runFlags, " "))
@@ -178,9 +206,6 @@ func serve(ctx context.Context, o options, in io.Reader, out io.Writer) error {
 	c.printf("then type send PLUGIN ACTION [key=value ...], agents, help or quit\n")
 	return c.read(ctx, in)
 }
-
-// certs are the PEM files of the test authority.
-type certs struct{ CA, ServerCert, ServerKey, ClientCert, ClientKey string }
 
 // workDir is the directory for the test authority and the token file: dir, made if
 // missing, or a temporary one that cleanup removes.
@@ -195,25 +220,19 @@ func workDir(dir string) (string, func(), error) {
 	return tmp, func() { _ = os.RemoveAll(tmp) }, nil
 }
 
-// certificates makes the test authority in dir, or reuses the one a previous run made
-// there (so a restarted server takes the same agents back).
-func certificates(dir string) (certs, error) {
-	in := func(name string) string { return filepath.Join(dir, name) }
-	c := certs{in("ca.pem"), in("server.pem"), in("server-key.pem"), in("client.pem"), in("client-key.pem")}
+// authority makes the test authority in dir, or reuses the one a previous run made
+// there (so a restarted server takes the same agents back, and renews what it issued).
+func authority(dir string) (*fleetserver.PKI, error) {
 	have := 0
-	for _, f := range []string{c.CA, c.ServerCert, c.ServerKey, c.ClientCert, c.ClientKey} {
-		if _, err := os.Stat(f); err == nil {
+	for _, f := range []string{"ca.pem", "ca-key.pem", "server.pem", "server-key.pem", "client.pem", "client-key.pem"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			have++
 		}
 	}
-	if have == 5 {
-		return c, nil
+	if have == 6 {
+		return fleetserver.LoadPKI(dir)
 	}
-	p, err := fleetserver.NewPKI(dir, "yuzu-testserver")
-	if err != nil {
-		return certs{}, err
-	}
-	return certs{p.CA, p.ServerCert, p.ServerKey, p.ClientCert, p.ClientKey}, nil
+	return fleetserver.NewPKI(dir, "yuzu-testserver")
 }
 
 // quote makes a value safe to paste into a POSIX shell.
@@ -322,6 +341,8 @@ func (c *console) read(ctx context.Context, in io.Reader) error {
 			c.wait(ctx, d)
 		case "agents":
 			c.agents()
+		case "approve", "pending", "issued", "revoke":
+			c.certificates(ws)
 		case "publish":
 			c.publish(ws[1:])
 		case "deploy":
@@ -432,6 +453,48 @@ func (c *console) wait(ctx context.Context, d time.Duration) {
 }
 
 // agents lists the registered agents.
+// certificates runs approve, pending, issued and revoke.
+func (c *console) certificates(ws []string) {
+	if c.issuer == nil {
+		c.printf("yuzu-testserver: %s: no certificates with -no-tls\n", ws[0])
+		return
+	}
+	switch {
+	case ws[0] == "approve" && len(ws) == 2:
+		if c.issuer.Approve(ws[1]) {
+			c.printf("approved %s: it is enrolled at its next registration\n", rows.Printable(ws[1]))
+		} else {
+			c.printf("approved %s (not pending now: its next enrollment goes through)\n", rows.Printable(ws[1]))
+		}
+	case ws[0] == "pending" && len(ws) == 1:
+		p := c.issuer.Pending()
+		if len(p) == 0 {
+			c.printf("no enrollment is pending\n")
+		}
+		for _, id := range p {
+			c.printf("pending %s\n", rows.Printable(id))
+		}
+	case ws[0] == "issued" && len(ws) == 1:
+		list := c.issuer.Issued()
+		if len(list) == 0 {
+			c.printf("no certificate issued yet\n")
+		}
+		for _, i := range list {
+			kind := "enrollment"
+			if i.Renewal {
+				kind = "renewal"
+			}
+			c.printf("%s serial %s %s, valid %s to %s\n", rows.Printable(i.AgentID), i.Serial, kind,
+				i.NotBefore.UTC().Format(time.RFC3339), i.NotAfter.UTC().Format(time.RFC3339))
+		}
+	case ws[0] == "revoke" && len(ws) == 2:
+		c.issuer.Revoke(strings.ToLower(ws[1]))
+		c.printf("revoked serial %s: a connection presenting it is refused\n", rows.Printable(ws[1]))
+	default:
+		c.printf("yuzu-testserver: %s: see help\n", ws[0])
+	}
+}
+
 func (c *console) agents() {
 	list := c.srv.Agents()
 	if len(list) == 0 {
