@@ -44,6 +44,10 @@ type Publisher struct {
 	// Plugins are the plugin names the publisher may sign: exact names, NAME_* style
 	// prefixes, or "*" for any; nil means any.
 	Plugins []string
+	// Agent says the publisher may sign the agent's own releases (`agent: yes`): a
+	// release runs as root on every machine and replaces the agent itself, so no
+	// publisher may sign one unless its file says so.
+	Agent bool
 	// source is the file the configured key set came from.
 	source string
 }
@@ -86,9 +90,35 @@ type Keys struct {
 	Warnings []string
 }
 
-// Configured reports whether any publisher key is configured: then every plugin must
-// be signed by one (docs/agent.md "Plugin catalog and signatures").
-func (k *Keys) Configured() bool { return k != nil && len(k.Publishers) > 0 }
+// Configured reports whether any publisher that may sign plugins is configured: then
+// every plugin must be signed by one (docs/agent.md "Plugin catalog and signatures").
+// A publisher of agent releases only (`plugins:` with no name, `agent: yes`) does not
+// count: trusting a vendor's agent releases says nothing about third-party plugins.
+func (k *Keys) Configured() bool {
+	if k == nil {
+		return false
+	}
+	for _, p := range k.Publishers {
+		if p.Plugins == nil || len(p.Plugins) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// AgentReleases reports whether any publisher may sign agent releases (`agent: yes`):
+// without one the agent takes no update.
+func (k *Keys) AgentReleases() bool {
+	if k == nil {
+		return false
+	}
+	for _, p := range k.Publishers {
+		if p.Agent {
+			return true
+		}
+	}
+	return false
+}
 
 // KeyID writes a minisign key id as minisign does: 16 upper-case hex digits.
 func KeyID(id uint64) string { return fmt.Sprintf("%016X", id) }
@@ -171,6 +201,15 @@ func parsePublisher(name string, data []byte) (*Publisher, error) {
 			if p.Plugins == nil {
 				p.Plugins = []string{} // an empty list: the publisher may sign nothing
 			}
+		case strings.HasPrefix(line, "agent:"):
+			switch v := strings.TrimSpace(strings.TrimPrefix(line, "agent:")); v {
+			case "yes":
+				p.Agent = true
+			case "no":
+				p.Agent = false
+			default:
+				return nil, fmt.Errorf("line %d: agent: %q: want yes or no", n, v)
+			}
 		case strings.HasPrefix(line, "revoked:"):
 			for _, id := range strings.Fields(strings.TrimPrefix(line, "revoked:")) {
 				v, err := strconv.ParseUint(id, 16, 64)
@@ -239,6 +278,28 @@ func (e *VerifyError) Error() string { return strings.Join(e.Problems, "; ") }
 // verifying key of that publisher is reported. Both minisign algorithms are taken
 // (prehashed, minisign's default, and legacy).
 func (k *Keys) Verify(name string, binary []byte, sig []byte) (Signed, error) {
+	return k.verify(binary, sig, func(p *Publisher) string {
+		if !p.May(name) {
+			return fmt.Sprintf("which may not sign plugin %s (plugins: %s)", name, strings.Join(p.Plugins, " "))
+		}
+		return ""
+	})
+}
+
+// VerifyAgent checks the signature of an agent release (a bundle's manifest) as Verify
+// does a plugin's, with the keys of publishers whose file says `agent: yes`.
+func (k *Keys) VerifyAgent(manifest []byte, sig []byte) (Signed, error) {
+	return k.verify(manifest, sig, func(p *Publisher) string {
+		if !p.Agent {
+			return "which may not sign agent releases (its file has no `agent: yes`)"
+		}
+		return ""
+	})
+}
+
+// verify checks sig over msg; refuse says why a publisher may not vouch for it ("":
+// it may).
+func (k *Keys) verify(msg []byte, sig []byte, refuse func(*Publisher) string) (Signed, error) {
 	k.mu.RLock()
 	defer k.mu.RUnlock()
 	sigs, err := ParseSignatures(sig)
@@ -249,20 +310,20 @@ func (k *Keys) Verify(name string, binary []byte, sig []byte) (Signed, error) {
 	var out Signed
 	var problems []string
 	for _, s := range sigs {
-		p, key, why := k.findKey(name, s.KeyID)
+		p, key, why := k.findKey(s.KeyID, refuse)
 		if p == nil {
 			problems = append(problems, why)
 			continue
 		}
-		msg := binary
+		signed := msg
 		if s.Algorithm == minisign.HashEdDSA {
 			if prehash == nil {
-				h := blake2b.Sum512(binary)
+				h := blake2b.Sum512(msg)
 				prehash = h[:]
 			}
-			msg = prehash
+			signed = prehash
 		}
-		if !verifySignature(key, msg, s) {
+		if !verifySignature(key, signed, s) {
 			problems = append(problems, fmt.Sprintf("the signature by key %s of publisher %s does not match these bytes (altered after signing, or signed for another file)", KeyID(s.KeyID), p.Name))
 			continue
 		}
@@ -278,9 +339,9 @@ func (k *Keys) Verify(name string, binary []byte, sig []byte) (Signed, error) {
 	return out, nil
 }
 
-// findKey finds the current key with id among the publishers that may sign name, or
+// findKey finds the current key with id among the publishers refuse lets vouch, or
 // says why there is none.
-func (k *Keys) findKey(name string, id uint64) (*Publisher, minisign.PublicKey, string) {
+func (k *Keys) findKey(id uint64, refuse func(*Publisher) string) (*Publisher, minisign.PublicKey, string) {
 	var why string
 	for _, pn := range slicesSortedKeys(k.Publishers) {
 		p := k.Publishers[pn]
@@ -288,14 +349,15 @@ func (k *Keys) findKey(name string, id uint64) (*Publisher, minisign.PublicKey, 
 		if !ok {
 			continue
 		}
-		switch {
-		case p.Revoked[id]:
+		if p.Revoked[id] {
 			why = fmt.Sprintf("signed by key %s of publisher %s, which is revoked", KeyID(id), p.Name)
-		case !p.May(name):
-			why = fmt.Sprintf("signed by key %s of publisher %s, which may not sign plugin %s (plugins: %s)", KeyID(id), p.Name, name, strings.Join(p.Plugins, " "))
-		default:
-			return p, key, ""
+			continue
 		}
+		if r := refuse(p); r != "" {
+			why = fmt.Sprintf("signed by key %s of publisher %s, %s", KeyID(id), p.Name, r)
+			continue
+		}
+		return p, key, ""
 	}
 	if why == "" {
 		why = fmt.Sprintf("signed by key %s, which no configured publisher has", KeyID(id))
