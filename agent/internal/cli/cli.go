@@ -72,6 +72,10 @@ commands:
   diagnostics [--out FILE]             write a tar.gz for support (docs/operations.md)
   service install|uninstall|status     the systemd unit, launchd daemon or Windows service
                                        that runs run
+  update guard TREE-DIR                run by the service manager before each start: keep
+                                       or roll back a new version on trial (docs/fleet.md)
+  update self-check                    what a staged version runs before the agent switches
+                                       to it: the configuration, plugins and catalog load
   version                              print the version
 
 flags (before or after the command; environment variable in brackets):
@@ -120,6 +124,11 @@ run flags:
                             (default 64; 0 keeps none)
   --spool-total-mib N       the same for all answers together [YUZU_SPOOL_TOTAL_MIB]
                             (default 512; 0 keeps none)
+  --update-check-interval D how often to ask the fleet server for a new agent version
+                            [YUZU_UPDATE_CHECK_INTERVAL] (default 6h, a tenth either way
+                            at random; 0 never)
+  --update-splay D          after a reconnect, the longest random wait before that
+                            check [YUZU_UPDATE_SPLAY] (default 10m)
   --idle-stop SPEC          stop a plugin's child after this long with no command; it
                             starts again on the next [YUZU_IDLE_STOP]: "DURATION" for
                             all, or "NAME:DURATION;..." (* for all), 0 never (default 5m;
@@ -136,6 +145,10 @@ const (
 	exitOK    = 0
 	exitFail  = 1
 	exitUsage = 2
+	// exitUpdated is run's exit after switching to a new version of itself: any
+	// non-zero code makes a service manager start it again (systemd's Restart=,
+	// the Windows service's failure actions); 75 is EX_TEMPFAIL, "try again".
+	exitUpdated = 75
 )
 
 // usageError is a bad flag or argument: usage on stderr, exit 2.
@@ -196,6 +209,8 @@ type config struct {
 	spoolAnswer         string
 	spoolTotal          string
 	idleStop            string // checked by parseArgs (parseIdleStop)
+	updateInterval      string
+	updateSplay         string
 	noTLS               bool
 	tlsSystemRoots      bool
 }
@@ -229,6 +244,8 @@ var valueFlags = map[string]string{
 	"spool-answer-mib":      "YUZU_SPOOL_ANSWER_MIB",
 	"spool-total-mib":       "YUZU_SPOOL_TOTAL_MIB",
 	"idle-stop":             "YUZU_IDLE_STOP",
+	"update-check-interval": "YUZU_UPDATE_CHECK_INTERVAL",
+	"update-splay":          "YUZU_UPDATE_SPLAY",
 }
 
 // parseArgs separates global flags (accepted anywhere before `--`) from positional
@@ -391,6 +408,8 @@ func parseArgs(args []string, getenv func(string) string) (config, []string, err
 	cfg.spoolAnswer = str("spool-answer-mib")
 	cfg.spoolTotal = str("spool-total-mib")
 	cfg.idleStop = str("idle-stop")
+	cfg.updateInterval = str("update-check-interval")
+	cfg.updateSplay = str("update-splay")
 	if _, err := parseIdleStop(cfg.idleStop); err != nil {
 		problems = append(problems, err)
 	}
@@ -648,6 +667,8 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 		code, err = runDiagnostics(ctx, cfg, pos[1:], stdout, stderr)
 	case "service":
 		code, err = runService(ctx, cfg, log, pos[1:], stdout, stderr)
+	case "update":
+		code, err = runUpdate(cfg, log, pos[1:], stdout)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

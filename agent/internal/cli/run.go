@@ -135,6 +135,9 @@ type runSettings struct {
 	token string
 	// tokenExposed says who else can read the token file (nil: no one).
 	tokenExposed error
+	// updateInterval (negative: never) and updateSplay time the agent's update
+	// checks (0: the session's defaults).
+	updateInterval, updateSplay time.Duration
 }
 
 // maxSpoolMiB bounds the spool flags: a terabyte of rows on disk is past any purpose.
@@ -184,6 +187,25 @@ func checkRun(cfg config) (runSettings, error) {
 	var err error
 	if rs.idleStop, err = parseIdleStop(cfg.idleStop); err != nil {
 		return rs, err
+	}
+	if cfg.updateInterval != "" {
+		d, err := parseTimeout(cfg.updateInterval)
+		if err == nil && cfg.updateInterval == "0" {
+			d = -1
+		} else if err == nil && d < time.Minute {
+			err = errors.New("must be at least 1m, or 0 for never")
+		}
+		if err != nil {
+			return rs, usagef("--update-check-interval %q: %v", rows.Printable(cfg.updateInterval), err)
+		}
+		rs.updateInterval = d
+	}
+	if cfg.updateSplay != "" {
+		d, err := parseTimeout(cfg.updateSplay)
+		if err != nil {
+			return rs, usagef("--update-splay %q: %v", rows.Printable(cfg.updateSplay), err)
+		}
+		rs.updateSplay = d
 	}
 	rs.token = cfg.enrollmentToken
 	if cfg.enrollmentTokenFile != "" {
@@ -314,7 +336,8 @@ func runFleet(ctx context.Context, cfg config, log hclog.Logger, args []string, 
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go sup.Watch(watchCtx, catalogWatch)
-	log.Info("agent starting", "agent_id", cfg.agentID, "server", rs.server, "tls", rs.identity != nil, "plugins", strings.Join(sup.Plugins(), ","))
+	log.Info("agent starting", "agent_id", cfg.agentID, "version", Version, "server", rs.server, "tls", rs.identity != nil, "plugins", strings.Join(sup.Plugins(), ","))
+	updater, trial, confirm := newUpdater(cfg, keys, log.Named("update"))
 	logCertificate(log, rs, m)
 	s := session.New(session.Options{
 		Server:           rs.server,
@@ -333,9 +356,20 @@ func runFleet(ctx context.Context, cfg config, log hclog.Logger, args []string, 
 		Metrics:          m,
 		Logger:           log.Named("fleet"),
 		InstallPlugin:    fleetInstaller(cfg, log.Named("fleet"), sup, keys),
+		Update:           updater,
+		UpdateInterval:   rs.updateInterval,
+		UpdateSplay:      rs.updateSplay,
+		OnRegistered:     confirm,
 	})
 	sess.Store(s)
+	if !trial {
+		readyForService(log, "running")
+	}
 	if err := s.Run(ctx); err != nil {
+		if errors.Is(err, session.ErrUpdated) {
+			log.Info("stopped to be restarted on the new version", "exit", exitUpdated)
+			return exitUpdated, nil
+		}
 		log.Error("stopping for good", "error", rows.Printable(err.Error()))
 		return fail(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/yuzugo/yuzu/agent/internal/metrics"
 	"github.com/yuzugo/yuzu/agent/internal/session"
 	"github.com/yuzugo/yuzu/agent/supervisor"
+	"github.com/yuzugo/yuzu/agent/update"
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
@@ -51,6 +52,7 @@ func serveStatus(ctx context.Context, cfg config, rs runSettings, sup *superviso
 			r.LinkError = s.LinkError()
 			e := s.Enrollment()
 			r.Enrollment, r.EnrollmentReason, r.EnrollmentSince, r.RenewalError = e.Status, e.Reason, e.Since, e.RenewError
+			r.Update = s.UpdateStatus()
 		}
 		if rs.identity != nil {
 			now := time.Now()
@@ -159,6 +161,9 @@ func writeReport(w io.Writer, r control.Report) error {
 	if r.RenewalError != "" {
 		fmt.Fprintf(w, "renewal:     FAILED: %s; the current certificate serves until it expires\n", cell(r.RenewalError))
 	}
+	if u := r.Update; u != nil {
+		writeUpdate(w, u)
+	}
 	fmt.Fprintf(w, "queue:       %d commands waiting or running\n", r.QueueDepth)
 	if r.JournalProblem != "" {
 		fmt.Fprintf(w, "journal:     CANNOT WRITE since %s: %s; new commands are refused, %d answers held\n",
@@ -179,4 +184,23 @@ func writeReport(w io.Writer, r control.Report) error {
 			cell(string(st.State)), pid, st.Restarts, st.Rollbacks, cell(st.LastError), mem, tasks, cpu)
 	}
 	return tw.Flush()
+}
+
+// writeUpdate prints the agent's own updates: what runs, what was offered, the last
+// check and its result, the next, why it cannot update, and its rollbacks.
+func writeUpdate(w io.Writer, u *update.Status) {
+	line := "update:      running " + cell(u.Running)
+	if u.Cannot != "" {
+		line += "; cannot update itself: " + cell(u.Cannot)
+	}
+	if !u.LastCheck.IsZero() {
+		line += fmt.Sprintf("; last check %s: %s", u.LastCheck.Format(time.RFC3339), cell(u.LastResult))
+	}
+	if !u.NextCheck.IsZero() {
+		line += "; next check " + u.NextCheck.UTC().Format(time.RFC3339)
+	}
+	fmt.Fprintln(w, line)
+	for _, rb := range u.Rollbacks {
+		fmt.Fprintf(w, "rollback:    %s -> %s at %s: %s\n", cell(rb.From), cell(rb.To), rb.At.Format(time.RFC3339), cell(rb.Reason))
+	}
 }

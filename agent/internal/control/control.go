@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/yuzugo/yuzu/agent/supervisor"
+	"github.com/yuzugo/yuzu/agent/update"
 	"github.com/yuzugo/yuzu/sdk/safefile"
 )
 
@@ -68,8 +69,11 @@ type Report struct {
 	EnrollmentSince  time.Time `json:"enrollment_since,omitzero"`
 	// RenewalError is the last failed renewal of the enrolled certificate ("" when
 	// the last one worked or none failed).
-	RenewalError string              `json:"renewal_error,omitempty"`
-	Plugins      []supervisor.Status `json:"plugins"`
+	RenewalError string `json:"renewal_error,omitempty"`
+	// Update is the agent's own updates: the running and offered versions, the last
+	// check, why it cannot update, its rollbacks (nil before the session starts).
+	Update  *update.Status      `json:"update,omitempty"`
+	Plugins []supervisor.Status `json:"plugins"`
 }
 
 // ReloadReport is what a running agent says after reading its plugin catalog again

@@ -44,6 +44,8 @@ type Metrics struct {
 	certNotAfter atomic.Int64
 	renewOK      atomic.Uint64
 	renewFailed  atomic.Uint64
+	// updateOK and updateFailed count the agent's update checks.
+	updateOK, updateFailed atomic.Uint64
 	// status reads the supervisor's plugins for the restart counters (WatchPlugins).
 	status func() []supervisor.Status
 	// started stands in for the process start time: New runs during the agent's
@@ -123,6 +125,18 @@ func (m *Metrics) Renewal(ok bool) {
 		m.renewOK.Add(1)
 	} else {
 		m.renewFailed.Add(1)
+	}
+}
+
+// UpdateCheck counts one check for a new agent version, answered or failed.
+func (m *Metrics) UpdateCheck(ok bool) {
+	if m == nil {
+		return
+	}
+	if ok {
+		m.updateOK.Add(1)
+	} else {
+		m.updateFailed.Add(1)
 	}
 }
 

@@ -228,6 +228,15 @@ func (m *Metrics) appendText(b []byte) []byte {
 			b = strconv.AppendUint(b, m.renewOK.Load(), 10)
 			return append(b, '\n')
 		}},
+		family{"yuzu_agent_update_checks_total", func(b []byte) []byte {
+			const name = "yuzu_agent_update_checks_total"
+			b = append(b, "# HELP "+name+" Checks for a new agent version, by result (answered or failed).\n# TYPE "+name+" counter\n"...)
+			b = append(b, name+`{result="failed"} `...)
+			b = strconv.AppendUint(b, m.updateFailed.Load(), 10)
+			b = append(b, "\n"+name+`{result="ok"} `...)
+			b = strconv.AppendUint(b, m.updateOK.Load(), 10)
+			return append(b, '\n')
+		}},
 		gauge("process_start_time_seconds",
 			"Start time of the process since unix epoch in seconds.",
 			formatFloat(float64(m.started.UnixMicro())/1e6)),

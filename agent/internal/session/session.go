@@ -34,6 +34,7 @@ import (
 	"github.com/yuzugo/yuzu/agent/internal/metrics"
 	"github.com/yuzugo/yuzu/agent/internal/sysinfo"
 	"github.com/yuzugo/yuzu/agent/supervisor"
+	"github.com/yuzugo/yuzu/agent/update"
 	"github.com/yuzugo/yuzu/sdk/host"
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
@@ -131,6 +132,13 @@ type Options struct {
 	// InstallPlugin installs a build the fleet server delivers (plugin_install, the
 	// agent's own action); nil refuses such commands.
 	InstallPlugin InstallFunc
+	// Update checks for and applies new agent versions (selfupdate.go); nil: never.
+	// UpdateInterval (6 h; negative: never) and UpdateSplay (10 min) time the checks.
+	Update                      *update.Updater
+	UpdateInterval, UpdateSplay time.Duration
+	// OnRegistered is called after every accepted registration (the agent confirms
+	// a trial of a new version with it).
+	OnRegistered func()
 }
 
 func (o *Options) defaults() {
@@ -145,6 +153,10 @@ func (o *Options) defaults() {
 	def(&o.BackoffBase, defaultBackoffBase)
 	def(&o.BackoffMax, defaultBackoffMax)
 	def(&o.StopWait, 15*time.Second)
+	if o.UpdateInterval == 0 {
+		o.UpdateInterval = defaultUpdateInterval
+	}
+	def(&o.UpdateSplay, defaultUpdateSplay)
 	if o.SpoolAnswerBytes == 0 {
 		o.SpoolAnswerBytes = DefaultSpoolAnswerBytes
 	}
@@ -202,6 +214,10 @@ type Session struct {
 	enrollMu sync.Mutex
 	enroll   EnrollState
 	linkErr  string
+	// updateDue is when the next agent update check is due (selfupdate.go).
+	updateDue time.Time
+	// connections counts the registered connections of this run.
+	connections int
 
 	// The journal's health, and answers waiting for it to write (settle).
 	heldMu       sync.Mutex
@@ -281,7 +297,7 @@ func (s *Session) Run(ctx context.Context) error {
 			attempt = 0
 		}
 		var rej *RejectedError
-		if errors.As(err, &rej) {
+		if errors.As(err, &rej) || errors.Is(err, ErrUpdated) {
 			result = err
 			break
 		}
@@ -584,6 +600,13 @@ func (s *Session) connect(ctx context.Context) (registered bool, err error) {
 		s.mu.Unlock()
 	}()
 	s.log.Info("connected to the fleet server", "server", s.o.Server, "session", rows.Printable(sid))
+	if s.o.OnRegistered != nil {
+		s.o.OnRegistered()
+	}
+	s.enrollMu.Lock()
+	s.connections++
+	first := s.connections == 1
+	s.enrollMu.Unlock()
 
 	var wg sync.WaitGroup
 	recvDone := make(chan error, 1)
@@ -611,9 +634,21 @@ func (s *Session) connect(ctx context.Context) (registered bool, err error) {
 		defer wg.Done()
 		s.watchExpiry(sctx)
 	}()
+	updated := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.updates(sctx, client, first, updated)
+	}()
 	select {
 	case err = <-recvDone:
 	case err = <-sendDone:
+	case <-updated:
+		// A new version of the agent is in place: stop as at SIGTERM, and let the
+		// service manager start the new one.
+		s.stop()
+		s.drain(stream, recvDone)
+		err = ErrUpdated
 	case <-renewed:
 		// The next connection presents the new certificate: this one ends as a stop
 		// would end it, but with the commands in flight left running.
