@@ -73,6 +73,7 @@ type Server struct {
 	plugins   map[string]string      // agent id -> its heartbeat's yuzu.plugins tag
 	published map[buildKey]*Build    // plugin builds agents may download (delivery.go)
 	changed   chan struct{}          // closed and replaced whenever anything is recorded
+	updates   agentBuilds            // agent builds offered (update.go)
 }
 
 // subscriber is one agent's open Subscribe stream.
@@ -153,6 +154,13 @@ func (s *Server) Stop() {
 
 // Restart serves again on the same address, records intact.
 func (s *Server) Restart() error { return s.listen(s.Addr()) }
+
+// notifyLocked is notify for a caller that holds another lock than s.mu.
+func (s *Server) notifyLocked() {
+	s.mu.Lock()
+	s.notify()
+	s.mu.Unlock()
+}
 
 func (s *Server) notify() {
 	close(s.changed)
