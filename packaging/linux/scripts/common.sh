@@ -59,8 +59,9 @@ install_agent() {
 	say "agent $yuzu_version installed in $dir (current; previous: $(readlink "$agents/previous" 2>/dev/null || echo none))"
 	# Only the current and the previous version are kept.
 	prev=$(readlink "$agents/previous" 2>/dev/null || true)
-	for d in "$agents"/*/; do
-		[ -d "$d" ] || continue
+	for d in "$agents"/*; do
+		# current and previous are links; only version directories go.
+		[ -d "$d" ] && [ ! -L "$d" ] || continue
 		v=$(basename "$d")
 		if [ "$v" != "$yuzu_version" ] && [ "$v" != "$prev" ]; then
 			rm -rf "$agents/$v"
@@ -145,6 +146,14 @@ start_service() {
 	else
 		waited=0
 		until agent_answers; do
+			# An agent that exits at start leaves the unit activating (auto-restart) or
+			# failed at once: no need to wait for the answer it will never give.
+			state=$(systemctl is-active "$unit" 2>/dev/null || true)
+			restarts=$(systemctl show -p NRestarts --value "$unit" 2>/dev/null || echo 0)
+			if [ "$state" != active ] || [ "${restarts:-0}" != 0 ]; then
+				why="the service is $state after $waited s (systemd restarted it ${restarts:-0} times)"
+				break
+			fi
 			if [ "$waited" -ge "$start_wait" ]; then
 				why="the agent did not answer 'yuzu-agent status' within ${start_wait}s"
 				break
