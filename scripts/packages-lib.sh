@@ -44,7 +44,6 @@ expect() {
 # The fleet console. ts_start DIR BIN starts BIN (yuzu-testserver) with its
 # certificates in DIR/pki on a free loopback port (ts_port); ts_send sends one command
 # and waits for its answer; ts_stop ends the server.
-ts_n=0
 ts_start() {
 	ts_dir=$1
 	mkdir -p "$ts_dir"
@@ -69,9 +68,11 @@ ts_start() {
 # last line (`cmd-N STATUS  exit_code=...`) and prints the command's lines; true when
 # the status is SUCCESS.
 ts_send() {
-	local limit=$1 i last
+	local limit=$1 i last ts_n
 	shift
-	ts_n=$((ts_n + 1))
+	# The count is kept in a file: checks run their command in a subshell.
+	ts_n=$(($(cat "$ts_dir/sent" 2>/dev/null || echo 0) + 1))
+	echo "$ts_n" >"$ts_dir/sent"
 	echo "send $*" >&"$ts_fd"
 	for ((i = 0; i < limit * 5; i++)); do
 		last=$(grep -a "^   cmd-$ts_n [A-Z_]*  exit_code=" "$ts_dir/out" | tail -n 1)

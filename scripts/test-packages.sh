@@ -310,6 +310,7 @@ leg_msi() {
 	check "the service runs a new process ($pid1 before, ${pid2:-none} now)" test -n "$pid2" -a "$pid2" != "$pid1"
 	check "the upgraded agent registers as $v2, same id" ts_registered 120 "$id" "$v2"
 	out=$(ts_send 120 tags get key=env || true)
+	printf '%s\n' "$out"
 	check "the data is kept: tags get answers env=prod" grep -q "tag|env|prod" <<<"$out"
 
 	echo "== msiexec /x yuzu-agent-$v2-x64.msi"
