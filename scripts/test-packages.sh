@@ -227,6 +227,9 @@ leg_rpm() {
 		checks_passed=$p checks_failed=$f
 		((rc == 0)) || fail "the rpm leg exited 0" "exit $rc"
 	fi
+	if grep -q "has no 'plugins add --if-newer'" "$work/rpm.log"; then
+		record "WARN packages rpm: the agent has no 'plugins add --if-newer' yet: the %post added each plugin with 'plugins add'"
+	fi
 	leg_end rpm "$started"
 }
 
