@@ -41,7 +41,7 @@ test:
 test-windows:
 	scripts/test-windows.sh
 
-## test-cgroup2: the plugin boxes on a pure cgroup v2 kernel booted in QEMU (installs QEMU; see scripts/test-cgroup2.sh)
+## test-cgroup2: the plugin boxes on a pure cgroup v2 kernel: the deb leg's machine alone (installs QEMU; see scripts/packages-deb.sh)
 test-cgroup2:
 	scripts/test-cgroup2.sh
 

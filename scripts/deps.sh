@@ -8,12 +8,12 @@
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# Usage: scripts/deps.sh [windows|cgroup2|package|packages]
+# Usage: scripts/deps.sh [windows|package|packages]
 # Without an argument: what `make test`'s Linux steps use. `windows`: what the Windows
-# leg (scripts/test-windows.sh) uses instead, Wine above all. `cgroup2`: what the
-# cgroup v2 leg (scripts/test-cgroup2.sh) uses: QEMU and a static busybox. `package`:
-# what `make package` uses besides Go and nfpm (wixl). `packages`: what the package legs
-# (scripts/test-packages.sh) use: that, rpm, mmdebstrap and QEMU.
+# leg (scripts/test-windows.sh) uses instead, Wine above all. `package`: what `make
+# package` uses besides Go and nfpm (wixl). `packages`: what the package legs
+# (scripts/test-packages.sh) use: that, rpm and a static busybox, mmdebstrap and QEMU
+# (the deb leg's machine, which also runs the cgroup v2 tests).
 
 # command  Debian package  why
 if [[ ${1:-} == package ]]; then
@@ -33,13 +33,6 @@ elif [[ ${1:-} == packages ]]; then
 		"cpio               cpio            the deb leg packs the machine's file system"
 		"apt-get            apt             the deb leg downloads the Debian kernel package it boots"
 		"dpkg-deb           dpkg            the deb leg unpacks that package"
-	)
-elif [[ ${1:-} == cgroup2 ]]; then
-	needs=(
-		"qemu-system-x86_64 qemu-system-x86 the cgroup v2 leg boots a Debian kernel in a virtual machine"
-		"cpio               cpio            the cgroup v2 leg packs the machine's initial file system"
-		"apt-get            apt             the cgroup v2 leg downloads the Debian kernel package it boots"
-		"dpkg-deb           dpkg            the cgroup v2 leg unpacks that package"
 	)
 elif [[ ${1:-} == windows ]]; then
 	needs=(
@@ -82,9 +75,9 @@ for line in "${needs[@]}"; do
 	missing_pkgs+=("$pkg")
 done
 # cgo also needs the C library headers, which gcc only recommends.
-if [[ ${1:-} == cgroup2 || ${1:-} == packages ]]; then
-	# The cgroup v2 leg's machine and the rpm leg's throwaway root have no C library: their
-	# busybox must be the static one (Debian's busybox package is linked against libc).
+if [[ ${1:-} == packages ]]; then
+	# The rpm leg's throwaway root has no C library: its busybox must be the static one
+	# (Debian's busybox package is linked against libc).
 	if ! [[ -x /bin/busybox ]] || ldd /bin/busybox >/dev/null 2>&1; then
 		say "deps: /bin/busybox is missing or not static (a machine or root without libc needs it): will install busybox-static"
 		missing_pkgs+=(busybox-static)

@@ -1,25 +1,41 @@
 # shellcheck shell=bash
 # The deb leg of scripts/test-packages.sh (sourced by it: leg_deb): the .deb under real
-# systemd, in a virtual machine.
+# systemd, in a virtual machine that also carries the cgroup v2 tests (the plugin boxes
+# on a kernel whose cgroup v2 holds every controller; docs/agent.md "Resource limits").
+#
+# The build machines mount cgroups "hybrid": memory, cpu and pids sit in v1
+# hierarchies, so there the boxes take their limits from v1, and the v2 code
+# (memory.max, cpu.max, pids.max, memory.oom.group, controllers handed down a delegated
+# cgroup) would never run. In the machine, booted with cgroup_no_v1=all, it does: as
+# root, agent/internal/limits (every test) and integration's TestBox* tests, on
+# binaries built here beforehand, with YUZU_BOXES_REQUIRED=1, so a test that finds no
+# boxes fails instead of skipping. Their go test -json streams come back on serial
+# ports of their own and go through testreport, so the summary has the usual counts.
+# Then scripts/packages-vm.sh's package checks, one line each on another port.
 #
 # The machine is Debian 12 with systemd, made with mmdebstrap from Debian's archive and
-# booted by QEMU (software emulation, no KVM needed) with Debian's cloud kernel, the one
-# the cgroup v2 leg boots: its file system is the initramfs, so the kernel needs no
-# disk driver (the cloud kernel has virtio-blk only as a module), and systemd runs as
-# PID 1 from it with the cgroup v2 hierarchy alone. Both are cached outside the clone,
-# in $CACHE (default /var/cache/yuzu-test): the system in debian12-systemd-<the first 12
-# hex digits of its recipe's SHA-256>/, so a changed recipe makes a new one and a fresh
-# clone on the same machine (CI's) reuses it; the kernel in kernel/<package>/.
+# booted by QEMU (software emulation, no KVM needed) with Debian's cloud kernel (a
+# package from Debian's archive, unpacked, never installed): its file system is the
+# initramfs, so the kernel needs no disk driver (the cloud kernel has virtio-blk only
+# as a module), and systemd runs as PID 1 from it with the cgroup v2 hierarchy alone.
+# Both are cached outside the clone, in $CACHE (default /var/cache/yuzu-test): the
+# system in debian12-systemd-<the first 12 hex digits of its recipe's SHA-256>/, so a
+# changed recipe makes a new one and a fresh clone on the same machine (CI's) reuses
+# it; the kernel in kernel/<package>/.
 #
 # Each run appends a small second archive to the initramfs (the kernel unpacks them in
-# turn): the three packages, yuzu-testserver, scripts/packages-vm.sh and the unit that
-# runs it. The script's check lines come back on the second serial port.
+# turn): the three packages, yuzu-testserver, the test binaries, packages-vm.sh and the
+# unit that runs it.
 #
-# Bounded like the cgroup v2 leg: one virtual CPU (with two, emulated machines now and
-# then lose an inter-CPU interrupt), the machine's time limited, a console silent for
-# STALL seconds (the script says "alive" every 10 s) taken for a stopped machine, whose
-# CPUs' registers QEMU's monitor prints before it is booted once more (WARN in the
-# summary).
+# Bounded as the cgroup v2 leg was: one virtual CPU (with two, one CI run's machine
+# went silent for 25 minutes in its first test, and emulated machines with several
+# CPUs are reported to lose an inter-CPU interrupt now and then; one CPU has none to
+# lose), the machine's time limited (DEB_LIMIT), a console silent for DEB_STALL seconds
+# (the script says "alive" every 10 s) taken for a stopped machine, whose CPUs'
+# registers QEMU's monitor prints before it is booted once more (WARN in the summary).
+# A machine that runs but whose tests hang or fail is not booted again: that is the
+# tests' answer. Three GiB leave room for the 2 GiB allocation the memory test makes
+# before its 512 MiB limit stops it.
 
 # The recipe of the machine's file system. Its text is what the cache is keyed by.
 # Documentation is left out of what mmdebstrap installs (a smaller archive), but the
@@ -96,18 +112,19 @@ deb_boot() {
 	local dir=$1 qpid mpid size last=-1 heard=$SECONDS began=$SECONDS rc=0 st=0
 	mkdir -p "$dir"
 	mkfifo "$dir/monitor.in" "$dir/monitor.out"
-	qemu-system-x86_64 -accel tcg -m 2048 -smp 1 \
+	qemu-system-x86_64 -accel tcg -m 3072 -smp 1 \
 		-display none -no-reboot \
 		-chardev "pipe,id=monitor,path=$dir/monitor" -mon chardev=monitor,mode=readline \
 		-kernel "$deb_vmlinuz" -initrd "$deb_work/initrd" \
-		-append "console=ttyS0 rdinit=/sbin/init panic=-1 quiet nokaslr printk.devkmsg=on systemd.show_status=0" \
-		-serial "file:$dir/console.log" -serial "file:$dir/checks.log" &
+		-append "console=ttyS0 rdinit=/sbin/init cgroup_no_v1=all panic=-1 quiet nokaslr printk.devkmsg=on systemd.show_status=0" \
+		-serial "file:$dir/console.log" -serial "file:$dir/checks.log" \
+		-serial "file:$dir/unit.json" -serial "file:$dir/e2e.json" &
 	qpid=$!
 	cat <>"$dir/monitor.out" >"$dir/monitor.log" &
 	mpid=$!
 	while kill -0 "$qpid" 2>/dev/null; do
 		sleep 2
-		size=$(cat "$dir/console.log" "$dir/checks.log" 2>/dev/null | wc -c)
+		size=$(cat "$dir/console.log" "$dir/checks.log" "$dir/unit.json" "$dir/e2e.json" 2>/dev/null | wc -c)
 		if ((size != last)); then
 			last=$size heard=$SECONDS
 		fi
@@ -138,9 +155,10 @@ deb_boot() {
 leg_deb() {
 	local started=$SECONDS rootfs run rc attempt line
 	LEG=deb
-	# The machine's time: a normal run takes about DEB_TYPICAL; the steps inside have
-	# limits of their own, well under this.
-	DEB_LIMIT=${DEB_LIMIT:-1200}
+	# The machine's time: the cgroup v2 parts' budgets (240 s and 660 s), the package
+	# checks' (each step 400 s at most, all of them normally 100 s) and the boot. A
+	# normal run takes about four minutes.
+	DEB_LIMIT=${DEB_LIMIT:-1500}
 	DEB_STALL=${DEB_STALL:-120}
 	printf '\n==== packages: deb\n'
 	if [[ $(uname -m) != x86_64 ]]; then
@@ -166,7 +184,20 @@ leg_deb() {
 
 	deb_work=$work/debvm
 	local t=$deb_work/add
-	mkdir -p "$t/yuzu-test" "$t/etc/systemd/system/multi-user.target.wants"
+	mkdir -p "$t/yuzu-test" "$t/etc/systemd/system/multi-user.target.wants" "$t/work/bin"
+	# The cgroup v2 tests, static like everything here (lib.sh sets CGO_ENABLED=0, which
+	# the binaries the end-to-end test builds inherit).
+	if [[ ! -x $TOOLS_BIN/testreport ]]; then
+		bounded "build testreport" 300 tools/install.sh >/dev/null || true
+	fi
+	if ! { bounded "build the limits test" 600 go test -c -o "$t/work/limits.test" ./agent/internal/limits &&
+		bounded "build the end-to-end test" 600 go test -c -o "$t/work/integration.test" ./integration &&
+		(cd integration && bounded "build the binaries it drives" 600 env YUZU_INTEGRATION_BIN="$t/work/bin" YUZU_INTEGRATION_BUILD_ONLY=1 "$t/work/integration.test") &&
+		bounded "build test2json" 300 go build -o "$t/work/test2json" cmd/test2json; }; then
+		record "FAIL cgroup2 build: the test binaries did not build (above); the machine runs the package checks only"
+		failed=1
+		rm -rf "$t/work"
+	fi
 	cp "$work/$v1/yuzu-agent_${v1}_amd64.deb" "$work/$v2/yuzu-agent_${v2}_amd64.deb" \
 		"$work/$v3/yuzu-agent_${v3}_amd64.deb" "$work/yuzu-testserver" \
 		"$ROOT/scripts/packages-vm.sh" "$ROOT/scripts/packages-lib.sh" "$t/yuzu-test/"
@@ -214,5 +245,32 @@ leg_deb() {
 	if grep -aq "has no 'plugins add --if-newer'" "$run/checks.log"; then
 		record "WARN packages deb: the agent has no 'plugins add --if-newer' yet: the postinst added each plugin with 'plugins add'"
 	fi
+	if [[ -d $t/work ]]; then
+		deb_report unit "$run/unit.json" /dev/ttyS2
+		deb_report "end to end" "$run/e2e.json" /dev/ttyS3
+	fi
 	leg_end deb "$started"
+}
+
+# deb_report NAME JSON PORT: one cgroup v2 part's stream through testreport, and how it
+# ended (`cgroup2: exit N PORT` on the checks' port), into the summary with the usual
+# counts.
+deb_report() {
+	local name=$1 json=$2 port=$3 one=$work/cgroup2-$1.summary st
+	set +e
+	"$TOOLS_BIN/testreport" -label "cgroup2 $name" -summary "$one" <"$json"
+	st=$?
+	set -e
+	if [[ ! -s $one ]]; then
+		record "FAIL cgroup2 $name: no test output came back from the machine"
+		failed=1
+		return
+	fi
+	if [[ -n $outer ]]; then echo "$(cat "$one") (in the deb leg's machine)" >>"$outer"; fi
+	if ((st != 0)); then
+		failed=1
+	elif ! tr -d '\r' <"$run/checks.log" | grep -aq "^cgroup2: exit 0 $port\$"; then
+		record "FAIL cgroup2 $name: the test binary did not exit 0 although no test failed ($(tr -d '\r' <"$run/checks.log" | grep -a "cgroup2: exit .* $port" || echo "no exit line"))"
+		failed=1
+	fi
 }

@@ -1,13 +1,25 @@
 #!/bin/bash
-# The deb leg's checks, run inside its virtual machine (scripts/packages-deb.sh boots
-# it): Debian 12 with systemd as PID 1 on a pure cgroup v2 kernel, this script started
-# by the unit yuzu-test.service (so the package manager runs in that unit's cgroup, not
-# the agent's). Every check prints one line on the second serial port, which the host
-# reads; the script ends with `deb-vm: done PASSED FAILED` and powers the machine off.
-# Each step has its own time limit; a sign of life goes to the console every 10 s.
+# The machine of the deb leg (scripts/packages-deb.sh boots it): Debian 12 with systemd
+# as PID 1 on a pure cgroup v2 kernel, this script started by the unit yuzu-test.service
+# (so the package manager runs in that unit's cgroup, not the agent's). It runs, in
+# turn:
+#
+#   the cgroup v2 tests (formerly a machine of their own, scripts/test-cgroup2.sh):
+#     agent/internal/limits, every test, and integration's TestBox* tests, with
+#     YUZU_BOXES_REQUIRED=1, from the root cgroup (as in a machine without systemd),
+#     each part's go test -json stream on a serial port of its own (ttyS2, ttyS3);
+#   the package checks: the .deb installed, upgraded, an upgrade whose agent exits at
+#     start, removed, purged; one line per check on ttyS1.
+#
+# Each part and step has its own time limit; a part still running after its budget has
+# every process's kernel stack dumped and is killed. A sign of life goes to the console
+# every 10 s. The script ends with `deb-vm: done PASSED FAILED` on ttyS1 and powers
+# the machine off.
 #
 # In /yuzu-test: the three packages (versions in ./versions: V1 the current one, V2
-# newer, V3 a package whose agent exits at start), yuzu-testserver and packages-lib.sh.
+# newer, V3 a package whose agent exits at start), yuzu-testserver and packages-lib.sh;
+# in /work: the cgroup v2 tests' binaries (limits.test, integration.test, bin/,
+# test2json), built on the host (the machine has no Go).
 set -uo pipefail
 cd /yuzu-test || exit 1
 stty -F /dev/ttyS1 raw -echo 2>/dev/null
@@ -51,6 +63,55 @@ echo "== the machine"
 echo "systemd: $(systemctl is-system-running 2>&1)"
 check "systemd is PID 1" grep -qx systemd /proc/1/comm
 expect "cgroup v2 alone is mounted" "$(stat -fc %T /sys/fs/cgroup)" cgroup2fs
+echo "cgroup2: controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
+
+# dump says what each process waits on, in the kernel and where, through the log.
+dump() {
+	local p frame
+	for p in /proc/[0-9]*; do
+		[[ -n $(readlink "$p/exe") ]] || continue # a kernel thread
+		echo "<3>cgroup2: $(cut -d' ' -f1-3 "$p/stat") waits in $(cat "$p/wchan")"
+		while read -r frame; do echo "<3>cgroup2:     $frame"; done <"$p/stack"
+	done >/dev/kmsg 2>&1
+}
+# part PORT SECONDS DIR CMD...: CMD in DIR with its output on PORT, from the root
+# cgroup (where the boxes' tests ran before systemd was here: the tests make cgroups
+# beside their own and enable controllers in its parent, which a service's cgroup
+# holding the test itself would refuse). A part still running after SECONDS (its test
+# binary's own -test.timeout has passed by then) gets every process dumped and is killed
+# with its process group, and the next part runs.
+part() {
+	local port=$1 budget=$2 dir=$3 run dog st=0
+	shift 3
+	stty -F "$port" raw -echo
+	(
+		cd "$dir" || exit 1
+		echo "$BASHPID" >/sys/fs/cgroup/cgroup.procs
+		exec setsid "$@"
+	) >"$port" 2>&1 &
+	run=$!
+	(
+		sleep "$budget"
+		echo "<3>cgroup2: $port still running after ${budget}s; every process:" >/dev/kmsg
+		dump
+		kill -9 -- "-$run"
+	) &
+	dog=$!
+	wait "$run" || st=$?
+	echo "cgroup2: exit $st $port"
+	echo "<3>cgroup2: exit $st $port" >/dev/kmsg
+	kill "$dog" 2>/dev/null
+	wait "$dog" 2>/dev/null
+}
+if [[ -x /work/limits.test ]]; then
+	echo "== the cgroup v2 tests"
+	export YUZU_BOXES_REQUIRED=1 HOME=/tmp TMPDIR=/tmp
+	part /dev/ttyS2 240 /work ./test2json -t -p github.com/yuzugo/yuzu/agent/internal/limits ./limits.test -test.v=test2json -test.timeout=3m
+	# One test at a time: emulated cores are slow, and plugins of several tests starting
+	# at once on a loaded host ran out of the agent's 10 s start time (seen once, load 5).
+	YUZU_INTEGRATION_BIN=/work/bin part /dev/ttyS3 660 /tmp /work/test2json -t -p github.com/yuzugo/yuzu/integration /work/integration.test -test.v=test2json -test.run '^TestBox' -test.parallel=1 -test.timeout=10m
+	unset YUZU_BOXES_REQUIRED
+fi
 
 echo "== dpkg -i yuzu-agent $v1"
 rc=0
