@@ -184,6 +184,26 @@ printf '%s\n' "$out"
 check "the tags are kept: tags get answers env=prod" grep -q "tag|env|prod" <<<"$out"
 expect "dpkg -V: nothing modified but the edited configuration" "$(dpkg -V yuzu-agent 2>&1 | grep -v ' c /etc/yuzu/agent.yaml$')" ""
 
+echo "== the postinst run from inside the service's cgroup (dpkg-reconfigure)"
+# As the agent itself would run the package manager: a restart from in there would end
+# the script with the service. The postinst hands the restart to systemd instead.
+pid=$(prop MainPID)
+rc=0
+(
+	echo "$BASHPID" >"/sys/fs/cgroup$(prop ControlGroup)/yuzu-agent/cgroup.procs"
+	exec timeout 300 dpkg-reconfigure yuzu-agent
+) </dev/null >dpkg.out 2>&1 || rc=$?
+sed 's/^/    | /' dpkg.out
+expect "dpkg-reconfigure from inside the service's cgroup exits 0" "$rc" 0
+check "the postinst says it handed the restart to systemd" grep -q "its restart is handed to systemd" dpkg.out
+for ((i = 0; i < 60; i++)); do
+	pid2=$(prop MainPID)
+	[[ $pid2 != "$pid" && $pid2 != 0 && $(systemctl is-active $unit) == active ]] && break
+	sleep 1
+done
+check "systemd restarted the service: a new agent process ($pid before, $pid2 now)" test "$pid2" != "$pid" -a "$pid2" != 0
+check "which registers again" ts_registered 120 "$id" "$v2" 2
+
 echo "== dpkg -i yuzu-agent $v3, whose agent exits at start"
 rc=0
 dpkg_i "yuzu-agent_${v3}_amd64.deb" || rc=$?
@@ -194,7 +214,7 @@ expect "current -> $v2 again (rolled back)" "$(readlink /opt/yuzu/agent/current)
 expect "the service is active" "$(systemctl is-active $unit)" active
 out=$(status_out)
 check "the previous agent $v2 runs again" grep -q "^agent: *$v2 " <<<"$out"
-check "and registers again" ts_registered 120 "$id" "$v2" 2
+check "and registers again" ts_registered 120 "$id" "$v2" 3
 
 echo "== dpkg -r yuzu-agent"
 pid=$(prop MainPID)

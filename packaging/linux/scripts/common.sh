@@ -134,10 +134,12 @@ start_service() {
 	systemctl daemon-reload
 	systemctl enable "$unit" >/dev/null 2>&1
 	if in_service_cgroup; then
-		# systemd-run makes the restart a job of its own, outside this cgroup; this
-		# script cannot see its outcome, the journal of yuzu-agent.service tells.
-		systemd-run --no-block --collect --quiet systemctl restart "$unit"
-		say "running inside $unit: its restart is handed to systemd; check it with 'systemctl status $unit'"
+		# systemd-run makes the restart a unit of its own, outside this cgroup, 3 s
+		# from now, so that this script and the package manager that runs it can end
+		# first (the restart ends every process in the service's cgroup). This script
+		# cannot see its outcome; the journal of yuzu-agent.service tells.
+		systemd-run --on-active=3 --collect --quiet systemctl restart "$unit"
+		say "running inside $unit: its restart is handed to systemd, in 3 s; check it with 'systemctl status $unit'"
 		return 0
 	fi
 	why=""
