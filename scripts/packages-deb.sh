@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034,SC2154 # sourced by scripts/test-packages.sh, which sets and reads these
 # The deb leg of scripts/test-packages.sh (sourced by it: leg_deb): the .deb under real
 # systemd, in a virtual machine that also carries the cgroup v2 tests (the plugin boxes
 # on a kernel whose cgroup v2 holds every controller; docs/agent.md "Resource limits").

@@ -79,7 +79,7 @@ ts_send() {
 		[[ -n $last ]] && break
 		sleep 0.2
 	done
-	grep -a "cmd-$ts_n[: ]" "$ts_dir/out"
+	grep -a "cmd-${ts_n}[: ]" "$ts_dir/out"
 	[[ $last == *" SUCCESS  "* ]]
 }
 
@@ -99,7 +99,7 @@ ts_registered() {
 
 ts_stop() {
 	if [[ -n ${ts_pid:-} ]]; then
-		echo quit >&"$ts_fd" 2>/dev/null || true
+		{ echo quit >&"$ts_fd"; } 2>/dev/null || true
 		exec {ts_fd}>&-
 		sleep 0.5
 		kill "$ts_pid" 2>/dev/null || true

@@ -64,7 +64,7 @@ install_agent() {
 		[ -d "$d" ] && [ ! -L "$d" ] || continue
 		v=$(basename "$d")
 		if [ "$v" != "$yuzu_version" ] && [ "$v" != "$prev" ]; then
-			rm -rf "$agents/$v"
+			rm -rf "${agents:?}/${v:?}"
 			say "removed agent $v (neither current nor previous)"
 		fi
 	done
