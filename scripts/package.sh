@@ -67,8 +67,9 @@ trap 'rm -rf "$work"' EXIT
 rm -rf "$dist"
 mkdir -p "$dist"
 
-# build GOOS GOARCH: the agent and every shipped plugin into $work/stage/GOOS-GOARCH,
-# with plugins/plugins.sha256 (what the MSI and the tarball install beside them).
+# build GOOS GOARCH: the agent and every shipped plugin into $work/stage/GOOS-GOARCH.
+# No plugin manifest: every package has the agent install its plugins into its plugin
+# catalog (plugins add --if-newer) at installation.
 build() {
 	local goos=$1 goarch=$2 ext="" stage=$work/stage/$1-$2 name dir
 	[[ $goos == windows ]] && ext=.exe
@@ -82,8 +83,6 @@ build() {
 			go build "${flags[@]}" -o "$stage/plugins/yuzu-plugin-$name$ext" "./$dir" || return 1
 	done < <(shipped_plugins)
 	chmod 0755 "$stage/yuzu-agent$ext" "$stage"/plugins/*
-	(cd "$stage/plugins" && sha256sum -- yuzu-plugin-*) >"$stage/plugins/plugins.sha256"
-	chmod 0644 "$stage/plugins/plugins.sha256"
 	touch -d "@$SOURCE_DATE_EPOCH" "$stage/yuzu-agent$ext" "$stage"/plugins/*
 }
 

@@ -243,9 +243,6 @@ leg_deb() {
 		read -r _ _ p f <<<"$line"
 		checks_passed=$p checks_failed=$f
 	fi
-	if grep -aq "has no 'plugins add --if-newer'" "$run/checks.log"; then
-		record "WARN packages deb: the agent has no 'plugins add --if-newer' yet: the postinst added each plugin with 'plugins add'"
-	fi
 	if [[ -d $t/work ]]; then
 		deb_report unit "$run/unit.json" /dev/ttyS2
 		deb_report "end to end" "$run/e2e.json" /dev/ttyS3

@@ -55,8 +55,15 @@ ts_start() {
 	exec {ts_fd}<>"$ts_dir/in"
 	local i
 	for ((i = 0; i < 100; i++)); do
-		ts_port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\),.*/\1/p' "$ts_dir/out" 2>/dev/null)
-		[[ -n $ts_port ]] && return 0
+		# Its greeting ends with "then type ...".
+		if grep -q '^then type' "$ts_dir/out" 2>/dev/null; then
+			ts_port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\),.*/\1/p' "$ts_dir/out")
+			# Command ids are PREFIX-N, the prefix new at every start (older servers: cmd).
+			ts_prefix=$(sed -n 's/^command ids are \(.*\)-N,.*/\1/p' "$ts_dir/out")
+			echo "${ts_prefix:-cmd}" >"$ts_dir/prefix"
+			[[ -n $ts_port ]] && return 0
+			break
+		fi
 		sleep 0.2
 	done
 	echo "the test fleet server did not start:" >&2
@@ -68,18 +75,19 @@ ts_start() {
 # last line (`cmd-N STATUS  exit_code=...`) and prints the command's lines; true when
 # the status is SUCCESS.
 ts_send() {
-	local limit=$1 i last ts_n
+	local limit=$1 i last ts_n id
 	shift
 	# The count is kept in a file: checks run their command in a subshell.
 	ts_n=$(($(cat "$ts_dir/sent" 2>/dev/null || echo 0) + 1))
 	echo "$ts_n" >"$ts_dir/sent"
+	id=$(cat "$ts_dir/prefix")-$ts_n
 	echo "send $*" >&"$ts_fd"
 	for ((i = 0; i < limit * 5; i++)); do
-		last=$(grep -a "^   cmd-$ts_n [A-Z_]*  exit_code=" "$ts_dir/out" | tail -n 1)
+		last=$(grep -a "^   $id [A-Z_]*  exit_code=" "$ts_dir/out" | tail -n 1)
 		[[ -n $last ]] && break
 		sleep 0.2
 	done
-	grep -a "cmd-${ts_n}[: ]" "$ts_dir/out"
+	grep -a "$id[: ]" "$ts_dir/out"
 	[[ $last == *" SUCCESS  "* ]]
 }
 

@@ -47,8 +47,11 @@ prop() { systemctl show -p "$1" --value "$unit"; }
 # cgroup_of PID: the process's cgroup v2 path.
 cgroup_of() { sed -n 's/^0:://p' "/proc/$1/cgroup" 2>/dev/null; }
 status_out() { timeout 60 yuzu-agent status 2>&1; }
-# plugin_pid NAME: the plugin child's pid in `yuzu-agent status` (its PID column).
-plugin_pid() { status_out | awk -v n="$1" '$1 == n { print $4 }'; }
+# plugin_pid NAME: the plugin child's pid in `yuzu-agent status` (its PID column,
+# found by its heading).
+plugin_pid() {
+	status_out | awk -v n="$1" '$1 == "PLUGIN" { for (i = 1; i <= NF; i++) if ($i == "PID") c = i } c && $1 == n { print $c }'
+}
 # dpkg_i FILE: dpkg -i, bounded, its output shown and kept in dpkg.out.
 dpkg_i() {
 	local rc=0
@@ -124,6 +127,8 @@ expect "the service is enabled" "$(systemctl is-enabled $unit)" enabled
 expect "the unit is the packaged one" "$(realpath "$(prop FragmentPath)")" /usr/lib/systemd/system/yuzu-agent.service
 expect "the unit has Delegate=yes" "$(prop Delegate)" yes
 expect "current -> $v1" "$(readlink /opt/yuzu/agent/current)" "$v1"
+out=$(timeout 120 yuzu-agent plugins 2>&1)
+check "the agent installed the shipped plugins in its catalog" bash -c "grep -q '^filesystem ' <<<\"\$1\" && grep -q '^firewall ' <<<\"\$1\" && grep -q '^tags ' <<<\"\$1\"" - "$out"
 expect "dpkg -V: nothing modified" "$(dpkg -V yuzu-agent 2>&1)" ""
 check "yuzu-agent on PATH is $v1" bash -c "yuzu-agent --version | grep -q '^yuzu-agent $v1 '"
 out=$(status_out)

@@ -145,7 +145,8 @@ rpm_root() {
 	expect "rpm -q" "$(rpm --root "$root" -q --qf '%{VERSION}' yuzu-agent)" "$v1"
 	expect "current -> $v1" "$(readlink "$root/opt/yuzu/agent/current")" "$v1"
 	check "the agent is in its own tree, root's, 0755" test "$(stat -c '%U %a' "$root/opt/yuzu/agent/$v1/yuzu-agent")" = "root 755"
-	check "the plugins are in the plugin dir" test -x "$root/opt/yuzu/plugins/yuzu-plugin-tags" -a -x "$root/opt/yuzu/plugins/yuzu-plugin-filesystem" -a -x "$root/opt/yuzu/plugins/yuzu-plugin-firewall"
+	out=$(in_root /usr/bin/yuzu-agent plugins 2>&1 || true)
+	check "the agent installed the shipped plugins in its catalog" bash -c "grep -q '^filesystem ' <<<\"\$1\" && grep -q '^firewall ' <<<\"\$1\" && grep -q '^tags ' <<<\"\$1\"" - "$out"
 	check "the service is enabled" test -e "$root/var/lib/systemctl-stub/enabled"
 	check "the service was restarted (not try-restart)" grep -qx "systemctl restart yuzu-agent.service" "$root/var/log/systemctl.log"
 	rc=0
@@ -227,9 +228,6 @@ leg_rpm() {
 		checks_passed=$p checks_failed=$f
 		((rc == 0)) || fail "the rpm leg exited 0" "exit $rc"
 	fi
-	if grep -q "has no 'plugins add --if-newer'" "$work/rpm.log"; then
-		record "WARN packages rpm: the agent has no 'plugins add --if-newer' yet: the %post added each plugin with 'plugins add'"
-	fi
 	leg_end rpm "$started"
 }
 
@@ -276,13 +274,14 @@ leg_msi() {
 	expect "msiexec /i $v1 exits 0" "$rc" 0
 	((rc == 0)) || tr -d '\000' <"$work/msi-install.log" | grep -a -E 'Return value [03]|rror' | tail -n 20
 	check "yuzu-agent.exe is in Program Files\\yuzu" test -f "$p/Program Files/yuzu/yuzu-agent.exe"
-	check "the plugins and plugins.sha256 are in Program Files\\yuzu\\plugins" test -f "$p/Program Files/yuzu/plugins/yuzu-plugin-tags.exe" -a -f "$p/Program Files/yuzu/plugins/yuzu-plugin-filesystem.exe" -a -f "$p/Program Files/yuzu/plugins/yuzu-plugin-firewall.exe" -a -f "$p/Program Files/yuzu/plugins/plugins.sha256"
-	check "agent.yaml is written from the default" cmp "$p/ProgramData/yuzu/agent.yaml" "$ROOT/packaging/windows/agent.yaml"
+	check "the shipped plugin builds are in Program Files\\yuzu\\plugins" test -f "$p/Program Files/yuzu/plugins/yuzu-plugin-tags.exe" -a -f "$p/Program Files/yuzu/plugins/yuzu-plugin-filesystem.exe" -a -f "$p/Program Files/yuzu/plugins/yuzu-plugin-firewall.exe"
+	check "the agent installed them into its catalog in C:\\ProgramData\\yuzu\\plugins" bash -c "grep -q '\"filesystem\": {' '$p/ProgramData/yuzu/plugins/catalog.json' && grep -q '\"firewall\": {' '$p/ProgramData/yuzu/plugins/catalog.json' && grep -q '\"tags\": {' '$p/ProgramData/yuzu/plugins/catalog.json'"
+	check "agent.yaml is written from the default, with the plugin dir" bash -c "head -n \$(wc -l <'$ROOT/packaging/windows/agent.yaml') '$p/ProgramData/yuzu/agent.yaml' | cmp -s - '$ROOT/packaging/windows/agent.yaml' && tr -d '\\r' <'$p/ProgramData/yuzu/agent.yaml' | grep -qxF 'plugin-dir: C:\\ProgramData\\yuzu\\plugins'"
 	wine_do_to "$work/sc.out" 60 sc query yuzu-agent || true
 	check "Wine's service manager runs the service" grep -q "RUNNING" "$work/sc.out"
 	wine_do_to "$work/svc.out" 60 'C:\Program Files\yuzu\yuzu-agent.exe' --config 'C:\ProgramData\yuzu\agent.yaml' service status || true
 	cat "$work/svc.out"
-	check "service status: running, automatic start, the MSI's command line" bash -c "grep -q 'RUNNING (pid ' '$work/svc.out' && grep -qi 'auto' '$work/svc.out' && grep -qF -- '--data-dir \"C:\\ProgramData\\yuzu\" run' '$work/svc.out'"
+	check "service status: running, automatic start, the MSI's command line" bash -c "grep -q 'RUNNING (pid ' '$work/svc.out' && grep -qi 'auto' '$work/svc.out' && grep -qF -- '--plugin-dir \"C:\\ProgramData\\yuzu\\plugins\" run' '$work/svc.out'"
 	pid1=$(sed -n 's/.*RUNNING (pid \([0-9]*\).*/\1/p' "$work/svc.out")
 	wine_do_to "$work/version.out" 60 'C:\Program Files\yuzu\yuzu-agent.exe' --version || true
 	check "the installed agent is $v1" grep -q "^yuzu-agent $v1 " "$work/version.out"
@@ -290,8 +289,10 @@ leg_msi() {
 	# The operator's edit: the test fleet server, then a restart of the service.
 	local pki
 	pki=$(winepath "$work/msi-fleet/pki")
+	grep -v '^tls-system-roots:' "$p/ProgramData/yuzu/agent.yaml" >"$work/agent.yaml"
 	printf 'server: 127.0.0.1:%s\nca-cert: %s\\ca.pem\nclient-cert: %s\\client.pem\nclient-key: %s\\client-key.pem\n# edited by the msi leg: kept across upgrades\n' \
-		"$ts_port" "$pki" "$pki" "$pki" >"$p/ProgramData/yuzu/agent.yaml"
+		"$ts_port" "$pki" "$pki" "$pki" >>"$work/agent.yaml"
+	cat "$work/agent.yaml" >"$p/ProgramData/yuzu/agent.yaml"
 	wine_do_to "$work/sc.out" 60 sc stop yuzu-agent || true
 	wait_service STOPPED 90
 	wine_do_to "$work/sc.out" 60 sc start yuzu-agent || true

@@ -17,11 +17,19 @@ rem icacls is a stub that changes nothing and reports success: Wine makes every 
 rem from Unix mode bits.)
 icacls "%DATA%" /inheritance:r /grant:r "*S-1-5-18:(OI)(CI)F" "*S-1-5-32-544:(OI)(CI)F" >nul
 if errorlevel 1 exit /b 11
-rem The configuration is written once, from the default, and never replaced: an
-rem upgrade keeps what the operator wrote.
-if exist "%DATA%\agent.yaml" goto failure
+rem The configuration is written once, from the default and the plugin dir, and never
+rem replaced: an upgrade keeps what the operator wrote.
+if exist "%DATA%\agent.yaml" goto plugins
 copy /y "%~dp0agent.yaml.default" "%DATA%\agent.yaml" >nul
 if errorlevel 1 exit /b 12
+echo plugin-dir: %DATA%\plugins>>"%DATA%\agent.yaml"
+if errorlevel 1 exit /b 12
+:plugins
+rem The plugins this package ships, installed by the agent into its plugin dir, which it
+rem owns: each checked, trial-started and recorded in its catalog; one whose installed
+rem version is the same or newer (the fleet may have upgraded it) is kept.
+"%~dp0yuzu-agent.exe" --plugin-dir "%DATA%\plugins" --data-dir "%DATA%" --log-level warn plugins add --if-newer "%~dp0plugins\yuzu-plugin-filesystem.exe" "%~dp0plugins\yuzu-plugin-firewall.exe" "%~dp0plugins\yuzu-plugin-tags.exe"
+if errorlevel 1 exit /b 15
 :failure
 rem Restart on failure after 5 s, 30 s, then every 60 s; the count starts again after
 rem a day; a non-zero exit counts as a failure (as `yuzu-agent service install` sets).

@@ -71,28 +71,16 @@ install_agent() {
 }
 
 # install_plugins installs the plugins this package ships into the plugin dir with the
-# agent itself, which checks each one and records it in its catalog: a plugin whose
-# installed version is the same or newer (the fleet may have upgraded it) is kept.
+# agent itself, which checks each one, trial-starts it and records it in its catalog
+# (catalog.json, docs/agent.md "Plugin catalog and signatures"): a plugin whose
+# installed version is the same or newer (the fleet may have upgraded it) is kept. A
+# running agent on the same data dir takes the change at once.
 install_plugins() {
 	mkdir -p "$data_dir"
 	chmod 0700 "$data_dir"
-	err=$(mktemp)
 	rc=0
-	"$agents/current/yuzu-agent" --plugin-dir "$plugin_dir" --data-dir "$data_dir" \
-		plugins add --if-newer "$lib"/plugins/yuzu-plugin-* 2>"$err" || rc=$?
-	if [ "$rc" = 2 ] && grep -q -- '--if-newer' "$err"; then
-		# An agent from before `plugins add --if-newer`: it refuses the flag as a usage
-		# error. Each plugin is added on its own then, replacing what is installed.
-		say "this agent has no 'plugins add --if-newer': adding each shipped plugin with 'plugins add' (an installed plugin is replaced, whatever its version)"
-		rc=0
-		for f in "$lib"/plugins/yuzu-plugin-*; do
-			"$agents/current/yuzu-agent" --plugin-dir "$plugin_dir" --data-dir "$data_dir" \
-				plugins add "$f" || rc=$?
-		done
-	else
-		cat "$err" >&2
-	fi
-	rm -f "$err"
+	"$agents/current/yuzu-agent" --plugin-dir "$plugin_dir" --data-dir "$data_dir" --log-level warn \
+		plugins add --if-newer "$lib"/plugins/yuzu-plugin-* || rc=$?
 	if [ "$rc" != 0 ]; then
 		say "FAILED: the shipped plugins could not be installed into $plugin_dir (exit $rc, above)"
 		return 1
