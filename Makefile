@@ -21,13 +21,17 @@ FUZZTIME ?= 10s
 RUNS ?= 30
 export FUZZTIME RUNS
 
-.PHONY: all build test test-windows test-cgroup2 test-stress demo bench fuzz proto lint cross tools deps clean help
+.PHONY: all build package test test-windows test-cgroup2 test-packages test-stress demo bench fuzz proto lint cross tools deps clean help
 
 all: build
 
 ## build: bin/yuzu-agent, bin/plugins/yuzu-plugin-NAME, bin/plugins/plugins.sha256
 build:
 	scripts/build.sh
+
+## package: dist/ with the .deb and .rpm (amd64, arm64), the .msi, the macOS tarballs and SHA256SUMS (docs/packages.md)
+package:
+	scripts/package.sh
 
 ## test: deps, tools, lint, cross, build, proto staleness, go test (-race for sdk and agent)
 test:
@@ -37,9 +41,13 @@ test:
 test-windows:
 	scripts/test-windows.sh
 
-## test-cgroup2: the plugin boxes on a pure cgroup v2 kernel booted in QEMU (installs QEMU; see scripts/test-cgroup2.sh)
+## test-cgroup2: the plugin boxes on a pure cgroup v2 kernel: the deb leg's machine alone (installs QEMU; see scripts/packages-deb.sh)
 test-cgroup2:
 	scripts/test-cgroup2.sh
+
+## test-packages: the .deb under systemd in QEMU, the .rpm in a throwaway root, the .msi under Wine (PACKAGE_LEGS="deb rpm msi")
+test-packages:
+	scripts/test-packages.sh
 
 ## test-stress: the fleet, supervisor and dispatch tests under 5 busy loops per core, 10 runs (STRESS_RUNS, STRESS_HOGS, STRESS_RUN)
 test-stress:
@@ -77,9 +85,9 @@ tools:
 deps:
 	scripts/deps.sh
 
-## clean: remove build outputs (bin/); `rm -rf .tools` also drops the pinned tools
+## clean: remove build outputs (bin/, dist/); `rm -rf .tools` also drops the pinned tools
 clean:
-	rm -rf bin
+	rm -rf bin dist
 
 help:
 	@sed -n 's/^## //p' $(MAKEFILE_LIST)

@@ -23,8 +23,12 @@ export CGO_ENABLED=${CGO_ENABLED:-0}
 # Release binaries drop the symbol table and DWARF (-s -w): a third smaller, so the
 # SHA-256 the agent checks before every plugin start costs a third less. Link-only
 # flags, so the compile cache stays shared with `make cross`. LDFLAGS adds to them.
+# The agent's version comes from one place, the VERSION file (YUZU_VERSION overrides
+# it), as in every package scripts/package.sh makes; plugins keep their own versions,
+# declared in their code.
 commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
-BUILD_FLAGS=(-ldflags "-s -w -X github.com/yuzugo/yuzu/agent/internal/cli.Commit=$commit ${LDFLAGS:-}")
+version=${YUZU_VERSION:-$(cat "$ROOT/VERSION")}
+BUILD_FLAGS=(-ldflags "-s -w -X github.com/yuzugo/yuzu/agent/internal/cli.Version=$version -X github.com/yuzugo/yuzu/agent/internal/cli.Commit=$commit ${LDFLAGS:-}")
 
 mkdir -p "$PLUGIN_DIR"
 chmod 0755 "$BIN_DIR" "$PLUGIN_DIR"

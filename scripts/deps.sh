@@ -8,18 +8,31 @@
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# Usage: scripts/deps.sh [windows|cgroup2]
+# Usage: scripts/deps.sh [windows|package|packages]
 # Without an argument: what `make test`'s Linux steps use. `windows`: what the Windows
-# leg (scripts/test-windows.sh) uses instead, Wine above all. `cgroup2`: what the
-# cgroup v2 leg (scripts/test-cgroup2.sh) uses: QEMU and a static busybox.
+# leg (scripts/test-windows.sh) uses instead, Wine above all. `package`: what `make
+# package` uses besides Go and nfpm (wixl). `packages`: what the package legs
+# (scripts/test-packages.sh) use: that, rpm and a static busybox, mmdebstrap and QEMU
+# (the deb leg's machine, which also runs the cgroup v2 tests).
 
 # command  Debian package  why
-if [[ ${1:-} == cgroup2 ]]; then
+if [[ ${1:-} == package ]]; then
 	needs=(
-		"qemu-system-x86_64 qemu-system-x86 the cgroup v2 leg boots a Debian kernel in a virtual machine"
-		"cpio               cpio            the cgroup v2 leg packs the machine's initial file system"
-		"apt-get            apt             the cgroup v2 leg downloads the Debian kernel package it boots"
-		"dpkg-deb           dpkg            the cgroup v2 leg unpacks that package"
+		"wixl               wixl            make package builds the MSI with msitools' wixl"
+		"msibuild           msitools        make package sets the MSI's package code (wixl makes a random one)"
+		"faketime           faketime        make package runs wixl at the commit's time: it stamps the MSI with the time"
+	)
+elif [[ ${1:-} == packages ]]; then
+	needs=(
+		"wixl               wixl            make package builds the MSI with msitools' wixl"
+		"msibuild           msitools        make package sets the MSI's package code (wixl makes a random one)"
+		"faketime           faketime        make package runs wixl at the commit's time: it stamps the MSI with the time"
+		"rpm                rpm             the rpm leg installs, upgrades and erases the .rpm in a throwaway root"
+		"mmdebstrap         mmdebstrap      the deb leg makes a Debian 12 root file system with systemd"
+		"qemu-system-x86_64 qemu-system-x86 the deb leg boots that system in a virtual machine"
+		"cpio               cpio            the deb leg packs the machine's file system"
+		"apt-get            apt             the deb leg downloads the Debian kernel package it boots"
+		"dpkg-deb           dpkg            the deb leg unpacks that package"
 	)
 elif [[ ${1:-} == windows ]]; then
 	needs=(
@@ -62,15 +75,15 @@ for line in "${needs[@]}"; do
 	missing_pkgs+=("$pkg")
 done
 # cgo also needs the C library headers, which gcc only recommends.
-if [[ ${1:-} == cgroup2 ]]; then
-	# The virtual machine has no C library: its busybox must be the static one
+if [[ ${1:-} == packages ]]; then
+	# The rpm leg's throwaway root has no C library: its busybox must be the static one
 	# (Debian's busybox package is linked against libc).
 	if ! [[ -x /bin/busybox ]] || ldd /bin/busybox >/dev/null 2>&1; then
-		say "deps: /bin/busybox is missing or not static (the cgroup v2 leg's machine has no libc): will install busybox-static"
+		say "deps: /bin/busybox is missing or not static (a machine or root without libc needs it): will install busybox-static"
 		missing_pkgs+=(busybox-static)
 	fi
-elif [[ ${1:-} == windows ]]; then
-	: # no cgo in the Windows leg
+elif [[ ${1:-} == windows || ${1:-} == package ]]; then
+	: # no cgo in the Windows leg, nor in make package
 elif command -v gcc >/dev/null 2>&1 && [[ ! -e /usr/include/stdlib.h ]]; then
 	say "deps: C headers are missing (cgo for go test -race needs them): will install libc6-dev"
 	missing_pkgs+=(libc6-dev)

@@ -9,7 +9,10 @@
 #   proto   go test in proto/: the generated code matches the .proto files
 #   go test every module: -race for sdk and agent; integration last, never cached
 #   test-windows  the Windows leg under Wine (scripts/test-windows.sh), before integration
-#   test-cgroup2  the plugin boxes on a pure cgroup v2 kernel in QEMU (scripts/test-cgroup2.sh)
+#   test-packages the .rpm in a throwaway root, the .msi under Wine, the .deb under
+#                 systemd in QEMU: installed, upgraded, removed (scripts/test-packages.sh);
+#                 the same machine runs the plugin boxes' tests on a pure cgroup v2
+#                 kernel first (what test-cgroup2 ran in a machine of its own)
 #
 # Every step runs even after an earlier one failed, so one run shows every problem.
 # The summary at the end has one line per step (with test counts); the exit status is 1
@@ -72,11 +75,12 @@ printf '\n==== test-windows\n'
 rc=0
 scripts/test-windows.sh "$summary" || rc=$?
 ((rc == 0)) || failed+=(test-windows)
-# The cgroup v2 leg: the boxes' v2 code, which the hybrid build machines never run.
-printf '\n==== test-cgroup2\n'
+# The packages, installed, upgraded and removed for real (docs/packages.md); the deb
+# leg's machine also runs the boxes' v2 code, which the hybrid build machines never run.
+printf '\n==== test-packages\n'
 rc=0
-scripts/test-cgroup2.sh "$summary" || rc=$?
-((rc == 0)) || failed+=(test-cgroup2)
+scripts/test-packages.sh "$summary" || rc=$?
+((rc == 0)) || failed+=(test-packages)
 # grep reads the whole list (no -q): with pipefail, a grep -q that stops at its match
 # can make the writer die of SIGPIPE and the test fail (it did, on a loaded machine).
 if modules | grep -x integration >/dev/null; then

@@ -10,6 +10,9 @@
 #
 # It also builds testreport (tools/testreport), which `make test` uses to summarise
 # `go test -json` output.
+#
+# Usage: tools/install.sh [NAME...]   with names, only those pinned tools (and
+# testreport): scripts/package.sh needs nfpm alone.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -57,8 +60,12 @@ record() {
 }
 
 failed=0
+only=" $* "
 while read -r name pkg version rest; do
 	[[ -z ${name:-} || $name == \#* ]] && continue
+	if [[ $# -gt 0 && $only != *" $name "* ]]; then
+		continue
+	fi
 	if [[ -z ${version:-} || -n ${rest:-} ]]; then
 		echo "tools: malformed line in tools/versions.txt: $name $pkg $version $rest" >&2
 		failed=1
