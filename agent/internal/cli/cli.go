@@ -505,7 +505,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	defer closeErr()
 	code := cliMain(args, stdout, stderr)
 	if !scmServed {
-		if _, err := runAsService(func(string, ...any) {}, func(context.Context) int { return code }); err != nil {
+		if _, err := runAsService(func(string, ...any) {}, func(context.Context) int { return code }, closeErr); err != nil {
 			fmt.Fprintln(stderr, "yuzu-agent: as a service:", rows.Printable(err.Error()))
 		}
 	}
@@ -549,6 +549,7 @@ func (l *lazyLog) close() {
 	defer l.mu.Unlock()
 	if l.closeFn != nil {
 		l.closeFn()
+		l.closeFn, l.w = nil, nil
 	}
 }
 
@@ -590,6 +591,7 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 		cfg.logFile = service.WindowsLogFile(agentconf.SystemDir(runtime.GOOS, os.Getenv))
 	}
 	logOut := stderr
+	closeLogNow := func() {}
 	if pos[0] == "run" {
 		out, closeLog, err := openLogFile(cfg, stderr)
 		var ue *usageError
@@ -600,7 +602,9 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "yuzu-agent:", rows.Printable(err.Error()))
 			return exitFail
 		}
-		defer closeLog()
+		var once sync.Once
+		closeLogNow = func() { once.Do(closeLog) }
+		defer closeLogNow()
 		logOut = out
 	}
 	log := newLogger(cfg, logOut)
@@ -652,6 +656,9 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 				return exitUsage
 			}
 			return code
+		}, func() {
+			stop()
+			closeLogNow()
 		})
 		if err != nil {
 			fmt.Fprintln(stderr, "yuzu-agent: as a service:", rows.Printable(err.Error()))

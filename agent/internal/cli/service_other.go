@@ -15,6 +15,6 @@ func connectSCM() (scmManager, error) {
 
 func underSCM() bool { return false }
 
-func runAsService(func(string, ...any), func(context.Context) int) (int, error) {
+func runAsService(func(string, ...any), func(context.Context) int, func()) (int, error) {
 	return exitFail, errors.New("the service control manager is Windows'")
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"context"
 	"errors"
 	"fmt"
@@ -188,14 +189,21 @@ func parentIsSCM() bool {
 
 // runAsService runs `run` as the SCM's service: svc.Run hands the SCM's controls
 // to serveControls, which cancels run's context on Stop or Shutdown and reports
-// STOP_PENDING until run has returned; svc.Run then reports STOPPED with run's exit
-// code. log records what the SCM asked.
-func runAsService(log func(msg string, args ...any), run func(context.Context) int) (int, error) {
+// STOP_PENDING until run has returned; then finish runs (the log is closed), svc.Run
+// reports STOPPED with run's exit code, and the process exits at once. Whoever waits
+// for STOPPED (an uninstall about to delete the binary) must find the process gone,
+// not still unwinding. log records what the SCM asked.
+func runAsService(log func(msg string, args ...any), run func(context.Context) int, finish func()) (int, error) {
 	scmServed = true
-	h := &scmHandler{log: log, run: run}
+	h := &scmHandler{log: log, run: func(ctx context.Context) int {
+		code := run(ctx)
+		finish()
+		return code
+	}}
 	if err := svc.Run(service.Name, h); err != nil {
 		return exitFail, err
 	}
+	os.Exit(h.code)
 	return h.code, nil
 }
 
