@@ -7,6 +7,9 @@
 #   bin/yuzu-testserver                  from ./integration/cmd/yuzu-testserver: the test
 #                                        fleet server's console, for a developer's machine
 #                                        (docs/fleet.md); never installed on a host
+#   bin/yuzu-bundle                      from ./integration/cmd/yuzu-bundle: makes the signed
+#                                        bundles the agent updates itself from (docs/fleet.md)
+# With GOOS=windows every binary gets its .exe.
 # Binaries are mode 0755: the agent refuses a plugin that is group- or world-writable,
 # whatever the caller's umask. Example plugins (sdk/examples) and test plugins
 # (integration) are never installed here.
@@ -28,7 +31,11 @@ export CGO_ENABLED=${CGO_ENABLED:-0}
 # declared in their code.
 commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 version=${YUZU_VERSION:-$(cat "$ROOT/VERSION")}
-BUILD_FLAGS=(-ldflags "-s -w -X github.com/yuzugo/yuzu/agent/internal/cli.Version=$version -X github.com/yuzugo/yuzu/agent/internal/cli.Commit=$commit ${LDFLAGS:-}")
+# -trimpath: no path of this checkout in the binaries, so the same commit builds the
+# same bytes in any clone (scripts/test-reproducible.sh checks it).
+BUILD_FLAGS=(-trimpath -ldflags "-s -w -X github.com/yuzugo/yuzu/agent/internal/cli.Version=$version -X github.com/yuzugo/yuzu/agent/internal/cli.Commit=$commit ${LDFLAGS:-}")
+exe=
+if [[ $(go env GOOS) == windows ]]; then exe=.exe; fi
 
 mkdir -p "$PLUGIN_DIR"
 chmod 0755 "$BIN_DIR" "$PLUGIN_DIR"
@@ -36,7 +43,7 @@ chmod 0755 "$BIN_DIR" "$PLUGIN_DIR"
 # install_main PKGDIR DEST builds the main package in PKGDIR to DEST. It builds to a
 # temporary name and renames, so a running agent never sees a half-written binary.
 install_main() {
-	local pkgdir=$1 dest=$2
+	local pkgdir=$1 dest=$2$exe
 	# Explicit returns: set -e does not apply inside a function called from `||`.
 	go build "${BUILD_FLAGS[@]}" -o "$dest.tmp" "./$pkgdir" || return 1
 	chmod 0755 "$dest.tmp" || return 1
@@ -55,15 +62,17 @@ else
 	failed=1
 fi
 
-if is_main integration/cmd/yuzu-testserver; then
-	install_main integration/cmd/yuzu-testserver "$BIN_DIR/yuzu-testserver" || failed=1
-fi
+for tool in yuzu-testserver yuzu-bundle; do
+	if is_main "integration/cmd/$tool"; then
+		install_main "integration/cmd/$tool" "$BIN_DIR/$tool" || failed=1
+	fi
+done
 
 built=()
 while read -r name dir; do
 	if is_main "$dir"; then
 		if install_main "$dir" "$PLUGIN_DIR/yuzu-plugin-$name"; then
-			built+=("yuzu-plugin-$name")
+			built+=("yuzu-plugin-$name$exe")
 		else
 			failed=1
 		fi
@@ -80,8 +89,8 @@ done < <(shipped_plugins)
 # when they first run. Entries of other plugins (one added with plugins add) are kept.
 # The agent that pins is this machine's own build, whatever GOOS this build is for.
 if ((${#built[@]} > 0)); then
-	pin=("$BIN_DIR/yuzu-agent")
-	if [[ $(go env GOOS)/$(go env GOARCH) != $(go env GOHOSTOS)/$(go env GOHOSTARCH) || ! -x $BIN_DIR/yuzu-agent ]]; then
+	pin=("$BIN_DIR/yuzu-agent$exe")
+	if [[ $(go env GOOS)/$(go env GOARCH) != $(go env GOHOSTOS)/$(go env GOHOSTARCH) || ! -x $BIN_DIR/yuzu-agent$exe ]]; then
 		pin=(env -u GOOS -u GOARCH go run ./agent/cmd/yuzu-agent)
 	fi
 	files=()

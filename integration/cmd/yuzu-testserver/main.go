@@ -35,6 +35,7 @@ import (
 
 	"github.com/yuzugo/yuzu/agent/fleetpb/agentv1"
 	"github.com/yuzugo/yuzu/agent/supervisor"
+	"github.com/yuzugo/yuzu/agent/update"
 	"github.com/yuzugo/yuzu/agent/words"
 	"github.com/yuzugo/yuzu/definitions"
 	"github.com/yuzugo/yuzu/integration/fleetserver"
@@ -51,6 +52,12 @@ const help = `commands:
                                        signature, FILE.minisig, goes along when there is one)
   deploy NAME VERSION [AGENT-ID ...]   have agents install a published build (default: every
                                        connected agent), and wait for their answers
+  publish-agent FILE [mandatory] [share=N]
+                                       offer an agent bundle (yuzu-bundle make) to the agents
+                                       of its system: they check after registering, and after
+                                       a reconnect within their splay; share=N offers it to N%
+                                       of them (a stable hash of the agent id), default 100
+  updates                              the update checks agents made, and what they were offered
   wait [SECONDS]                       wait until every command sent has its answer (default 60)
   agents                               the agents that registered, * marks the connected one
   approve AGENT-ID                     let a pending enrollment through (-approval pending)
@@ -343,6 +350,16 @@ func (c *console) read(ctx context.Context, in io.Reader) error {
 			c.agents()
 		case "approve", "pending", "issued", "revoke":
 			c.certificates(ws)
+		case "publish-agent":
+			c.publishAgent(ws[1:])
+		case "updates":
+			for _, u := range c.srv.UpdateChecks() {
+				offered := u.Offered
+				if offered == "" {
+					offered = "nothing"
+				}
+				c.printf("%s %s running %s, offered %s\n", u.At.UTC().Format(time.RFC3339), rows.Printable(u.AgentID), rows.Printable(u.Current), offered)
+			}
 		case "publish":
 			c.publish(ws[1:])
 		case "deploy":
@@ -453,6 +470,43 @@ func (c *console) wait(ctx context.Context, d time.Duration) {
 }
 
 // agents lists the registered agents.
+// publishAgent offers an agent bundle: publish-agent FILE [mandatory] [share=N].
+func (c *console) publishAgent(args []string) {
+	if len(args) == 0 {
+		c.printf("yuzu-testserver: publish-agent FILE [mandatory] [share=N]\n")
+		return
+	}
+	payload, err := os.ReadFile(args[0])
+	if err != nil {
+		c.printf("yuzu-testserver: %s\n", rows.Printable(err.Error()))
+		return
+	}
+	m, err := update.ManifestOf(payload)
+	if err != nil {
+		c.printf("yuzu-testserver: %s: %s\n", rows.Printable(args[0]), rows.Printable(err.Error()))
+		return
+	}
+	b := fleetserver.AgentBuild{OS: m.OS, Arch: fleetserver.PlatformArch(m.Arch), Version: m.Version, Payload: payload, Share: 100}
+	for _, a := range args[1:] {
+		switch {
+		case a == "mandatory":
+			b.Mandatory = true
+		case strings.HasPrefix(a, "share="):
+			n, err := strconv.Atoi(strings.TrimPrefix(a, "share="))
+			if err != nil || n < 0 || n > 100 {
+				c.printf("yuzu-testserver: %s: want a percentage from 0 to 100\n", rows.Printable(a))
+				return
+			}
+			b.Share = n
+		default:
+			c.printf("yuzu-testserver: publish-agent: unknown word %s\n", rows.Printable(a))
+			return
+		}
+	}
+	c.srv.PublishAgent(b)
+	c.printf("published agent %s for %s/%s (%d bytes, mandatory %v, share %d%%)\n", m.Version, m.OS, m.Arch, len(payload), b.Mandatory, b.Share)
+}
+
 // certificates runs approve, pending, issued and revoke.
 func (c *console) certificates(ws []string) {
 	if c.issuer == nil {
