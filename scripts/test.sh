@@ -54,6 +54,7 @@ step tools tools/install.sh
 step lint scripts/lint.sh
 step cross scripts/cross.sh
 step build scripts/build.sh
+step reproducible scripts/test-reproducible.sh
 
 # Every workspace module is tested, so a new module (another plugin) needs no change
 # here. Race detection needs cgo; sdk and agent are where goroutines meet (streams,

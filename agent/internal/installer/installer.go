@@ -251,6 +251,7 @@ func removeFile(path string) error {
 func Pin(ctx context.Context, cfg Config, files []string) ([]*trust.Entry, error) {
 	var pinned []*trust.Entry
 	var entries []*trust.Entry
+	names := map[string]string{} // file -> plugin name
 	for _, f := range files {
 		if filepath.Dir(filepath.Clean(f)) != filepath.Clean(cfg.PluginDir) {
 			return nil, fmt.Errorf("%s is not at the top of the plugin dir %s: pin records files in place (use plugins add to copy one in)", f, cfg.PluginDir)
@@ -259,15 +260,21 @@ func Pin(ctx context.Context, cfg Config, files []string) ([]*trust.Entry, error
 		if err != nil {
 			return nil, err
 		}
-		name, ok := supervisor.PluginName(filepath.Base(f))
-		if !ok || !sdk.ValidName(name) {
-			return nil, fmt.Errorf("%s: a plugin binary's name is %sNAME", f, trust.BinaryPrefix)
-		}
 		sum := sha256.Sum256(data)
 		e := &trust.Entry{File: filepath.Base(f), SHA256: hex.EncodeToString(sum[:]), Source: "plugins pin"}
 		if e.OS, e.Arch, err = trust.Target(data); err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
+		// The name as the build's own system spells its file: a cross build for
+		// Windows is pinned by the build machine's agent, and ends in .exe.
+		name, ok := strings.CutPrefix(e.File, trust.BinaryPrefix)
+		if e.OS == "windows" {
+			name = strings.TrimSuffix(name, ".exe")
+		}
+		if !ok || !sdk.ValidName(name) {
+			return nil, fmt.Errorf("%s: a plugin binary's name is %sNAME", f, trust.BinaryPrefix)
+		}
+		names[e.File] = name
 		sig, err := os.ReadFile(f + ".minisig")
 		switch {
 		case err == nil && cfg.Keys.Configured():
@@ -283,8 +290,7 @@ func Pin(ctx context.Context, cfg Config, files []string) ([]*trust.Entry, error
 	}
 	_, err := trust.Update(ctx, cfg.PluginDir, func(cat *trust.Catalog) error {
 		for _, e := range entries {
-			name, _ := supervisor.PluginName(e.File)
-			cat.Put(name, e)
+			cat.Put(names[e.File], e)
 			if e.Previous != nil && e.Previous.File == e.File {
 				e.Previous = nil
 			}
