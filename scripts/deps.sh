@@ -132,6 +132,18 @@ if ((own_policy)); then
 	"${sudo[@]}" rm -f "$policy"
 	trap - EXIT
 fi
+# The policy keeps a service from starting now, not from being enabled for the next
+# boot: firewalld's postinst enables its unit, and a host rebooted after `make test`
+# would come up firewalled by it. A firewall service installed by this run is disabled
+# again (deb-systemd-helper remembers that, so an upgrade keeps it disabled); one that
+# was there before is the machine's, and left as it was. ufw's unit stays: it applies
+# rules only when /etc/ufw/ufw.conf says ENABLED=yes, which a fresh install does not.
+for pkg in "${missing_pkgs[@]}"; do
+	if [[ $pkg == firewalld ]] && command -v deb-systemd-helper >/dev/null 2>&1; then
+		"${sudo[@]}" deb-systemd-helper disable firewalld.service </dev/null &&
+			say "deps: firewalld installed for the tests and disabled, so the host does not boot with it"
+	fi
+done
 
 for line in "${needs[@]}"; do
 	read -r cmd pkg _ <<<"$line"
