@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -485,4 +486,192 @@ func readBytes(t testing.TB, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestSelfUpdateKilled: 200 agents killed (SIGKILL) at random points of an update:
+// while downloading, staging, flushing, self-checking or switching. After each, the
+// guard runs as before a start, and the tree must hold a runnable agent: current names
+// a version whose binary is whole and answers --version. 0 machines without one.
+func TestSelfUpdateKilled(t *testing.T) {
+	t.Parallel()
+	const kills, workers = 200, 4
+	f := newFleet(t, fleetserver.Options{})
+	rel := newReleaser(t)
+	v1, v2 := agentAt(t, "0.9.0"), agentAt(t, "1.0.0")
+	payload := rel.bundle(t, "1.0.0", readBytes(t, v2))
+	// About 200 chunks, 3 ms apart: the download is a fair share of the window.
+	publish(f.srv, "1.0.0", payload, func(b *fleetserver.AgentBuild) { b.ChunkDelay = 3 * time.Millisecond })
+
+	// One update without a kill, timed: the kills fall in 1.2 times that.
+	type outcome struct{ current, phase string }
+	run := func(w int, kill time.Duration) (outcome, error) {
+		base := filepath.Join(t.TempDir(), fmt.Sprint("w", w))
+		tree := update.Tree{Root: filepath.Join(base, "agent"), GOOS: "linux"}
+		data := filepath.Join(base, "data")
+		if err := os.MkdirAll(filepath.Join(tree.Root, "0.9.0"), 0o755); err != nil {
+			return outcome{}, err
+		}
+		if err := os.Link(v1, tree.Binary("0.9.0")); err != nil {
+			return outcome{}, err
+		}
+		if err := os.Symlink("0.9.0", filepath.Join(tree.Root, update.CurrentLink)); err != nil {
+			return outcome{}, err
+		}
+		if err := os.MkdirAll(data, 0o755); err != nil {
+			return outcome{}, err
+		}
+		cmd := exec.Command(filepath.Join(tree.Root, update.CurrentLink, "yuzu-agent"), "--plugin-dir", f.w.pluginDir, "--data-dir", data,
+			"--publishers-dir", rel.dir, "--agent-id", fmt.Sprintf("kill-%d", w), "run", "--server", f.srv.Addr(), "--ca-cert", f.pki.CA,
+			"--client-cert", f.pki.ClientCert, "--client-key", f.pki.ClientKey, "--update-splay", "1ms")
+		cmd.Env = baseEnv()
+		var log bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &log, &log
+		if err := cmd.Start(); err != nil {
+			return outcome{}, err
+		}
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		phase := "exited by itself"
+		if kill > 0 {
+			select {
+			case <-exited:
+			case <-time.After(kill):
+				_ = cmd.Process.Kill()
+				<-exited
+				phase = "killed"
+			}
+		} else {
+			select {
+			case <-exited:
+			case <-time.After(2 * time.Minute):
+				_ = cmd.Process.Kill()
+				<-exited
+				return outcome{}, fmt.Errorf("the update did not finish in 2 minutes:\n%s", log.String())
+			}
+		}
+		// What a start would do next: the guard, then current's binary.
+		if out, err := exec.Command(v1, "--data-dir", data, "update", "guard", tree.Root).CombinedOutput(); err != nil {
+			return outcome{}, fmt.Errorf("guard: %v\n%s", err, out)
+		}
+		cur, err := tree.Current()
+		if err != nil {
+			return outcome{}, fmt.Errorf("%s: no current version: %v\n%s", phase, err, log.String())
+		}
+		if err := tree.Runnable(cur); err != nil {
+			return outcome{}, fmt.Errorf("%s: current %s is not runnable: %v\n%s", phase, cur, err, log.String())
+		}
+		out, err := exec.Command(filepath.Join(tree.Root, update.CurrentLink, "yuzu-agent"), "--version").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), cur) {
+			return outcome{}, fmt.Errorf("%s: current %s does not run: %v %q", phase, cur, err, out)
+		}
+		if err := os.RemoveAll(base); err != nil {
+			return outcome{}, err
+		}
+		return outcome{current: cur, phase: phase}, nil
+	}
+	start := time.Now()
+	o, err := run(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	window := time.Since(start)
+	if o.current != "1.0.0" {
+		t.Fatalf("the update without a kill ended at %s", o.current)
+	}
+	t.Logf("an update without a kill takes %s; kills fall in the first %s", window.Round(time.Millisecond), (window * 6 / 5).Round(time.Millisecond))
+
+	var mu sync.Mutex
+	counts := map[string]int{}
+	var failures []string
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 1; w <= workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				o, err := run(w*1000+i, 1+randomDuration(window*6/5))
+				mu.Lock()
+				if err != nil {
+					failures = append(failures, err.Error())
+				} else {
+					counts[o.phase+", current "+o.current]++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range kills {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	t.Logf("%d kills: %v", kills, counts)
+	if len(failures) > 0 {
+		t.Errorf("%d of %d kills left no runnable agent; the first:\n%s", len(failures), kills, failures[0])
+	}
+}
+
+// randomDuration is uniform in [0, max).
+func randomDuration(max time.Duration) time.Duration {
+	n, _ := rand.Int(rand.Reader, big.NewInt(int64(max)))
+	return time.Duration(n.Int64())
+}
+
+// TestUpdateCheckSplay: 50 agents connected to the server, which restarts: each
+// checks for an update after its reconnect within its splay (20 s here), spread over
+// it, not at once. The histogram is logged.
+func TestUpdateCheckSplay(t *testing.T) {
+	t.Parallel()
+	const agents = 50
+	const splay = 20 * time.Second
+	f := newFleet(t, fleetserver.Options{})
+	for i := range agents {
+		data := filepath.Join(t.TempDir(), "data")
+		if err := os.MkdirAll(data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		startAgentEnv(t, baseEnv(), "--plugin-dir", f.w.pluginDir, "--data-dir", data, "--agent-id", fmt.Sprintf("splay-%02d", i), "run",
+			"--server", f.srv.Addr(), "--ca-cert", f.pki.CA, "--client-cert", f.pki.ClientCert, "--client-key", f.pki.ClientKey,
+			"--update-splay", splay.String())
+	}
+	// Each checks once within its splay of registering.
+	waitFor(t, 3*time.Minute, "every agent's first check", func() bool { return len(f.srv.UpdateChecks()) >= agents })
+	f.srv.Stop()
+	restart := time.Now()
+	if err := f.srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Minute, "every agent's check after the reconnect", func() bool { return len(f.srv.CheckTimes(restart)) >= agents })
+	times := f.srv.CheckTimes(restart)
+	const bins = 5
+	var hist [bins + 1]int
+	for _, d := range times[:agents] {
+		b := int(d * bins / splay)
+		if b > bins {
+			b = bins
+		}
+		hist[b]++
+	}
+	var lines []string
+	for b := range bins {
+		lines = append(lines, fmt.Sprintf("%2d-%2ds %s %d", b*int(splay.Seconds())/bins, (b+1)*int(splay.Seconds())/bins, strings.Repeat("#", hist[b]), hist[b]))
+	}
+	lines = append(lines, fmt.Sprintf("later  %s %d (the reconnect's own backoff, up to 2 s)", strings.Repeat("#", hist[bins]), hist[bins]))
+	t.Logf("update checks of %d agents after the server restarted (splay %s):\n%s", agents, splay, strings.Join(lines, "\n"))
+	if hist[0] > agents/2 {
+		t.Errorf("%d of %d checks in the first fifth of the splay: not spread", hist[0], agents)
+	}
+	empty := 0
+	for b := range bins {
+		if hist[b] == 0 {
+			empty++
+		}
+	}
+	if empty > 1 {
+		t.Errorf("%d fifths of the splay without a check: not spread", empty)
+	}
+	if last := times[agents-1]; last > splay+5*time.Second {
+		t.Errorf("the last check came %s after the restart, past the splay", last)
+	}
 }

@@ -203,7 +203,8 @@ leg_deb() {
 		"$work/$v3/yuzu-agent_${v3}_amd64.deb" "$work/yuzu-testserver" \
 		"$ROOT/scripts/packages-vm.sh" "$ROOT/scripts/packages-lib.sh" "$t/yuzu-test/"
 	cp "$ROOT/packaging/linux/agent.yaml" "$t/yuzu-test/agent.yaml.default"
-	echo "$v1 $v2 $v3" >"$t/yuzu-test/versions"
+	cp "$work/update/release.pub" "$work/update/agent-$v4.bundle" "$work/update/agent-$v5.bundle" "$t/yuzu-test/"
+	echo "$v1 $v2 $v3 $v4 $v5" >"$t/yuzu-test/versions"
 	cat >"$t/etc/systemd/system/yuzu-test.service" <<-'EOF'
 		[Unit]
 		Description=yuzu package leg: scripts/packages-vm.sh

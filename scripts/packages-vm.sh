@@ -29,7 +29,7 @@ export DEBIAN_FRONTEND=noninteractive
 # shellcheck source=packages-lib.sh
 source ./packages-lib.sh
 LEG=deb
-read -r v1 v2 v3 <versions
+read -r v1 v2 v3 v4 v5 <versions
 (while :; do echo "<3>deb-vm: alive" >/dev/kmsg; sleep 10; done) &
 alive=$!
 
@@ -208,6 +208,52 @@ for ((i = 0; i < 60; i++)); do
 done
 check "systemd restarted the service: a new agent process ($pid before, $pid2 now)" test "$pid2" != "$pid" -a "$pid2" != 0
 check "which registers again" ts_registered 120 "$id" "$v2" 2
+
+echo "== the agent updates itself from the fleet server to $v4"
+# A release key the agent trusts for agent releases only (the shipped plugins stay
+# unsigned), and a short splay so that the check after registering comes at once.
+mkdir -p /etc/yuzu/publishers
+cp /yuzu-test/release.pub /etc/yuzu/publishers/release.pub
+chmod 0644 /etc/yuzu/publishers/release.pub
+echo "update-splay: 5s" >>/etc/yuzu/agent.yaml
+echo "publish-agent /yuzu-test/agent-$v4.bundle" >&"$ts_fd"
+journal_mark=$(date '+%Y-%m-%d %H:%M:%S')
+check "systemctl restart" timeout 200 systemctl restart $unit
+check "the agent updates itself and registers as $v4, same id" ts_registered 240 "$id" "$v4"
+expect "current -> $v4" "$(readlink /opt/yuzu/agent/current)" "$v4"
+expect "previous -> $v2" "$(readlink /opt/yuzu/agent/previous)" "$v2"
+check "the guard (the package's $v2 binary) let $v4 start on trial" bash -c "journalctl -u $unit --since '$journal_mark' --no-pager -o cat | grep -q '$v4 starts on trial'"
+check "$v4 passed its trial (it registered)" bash -c "journalctl -u $unit --since '$journal_mark' --no-pager -o cat | grep -q 'this version passed its trial'"
+out=$(dpkg -V yuzu-agent | grep -v ' c /etc/yuzu/agent.yaml$' || true)
+check "dpkg -V: the package's files are as installed (the agent changed only its own tree)" test -z "$out"
+expect "the service is active" "$(systemctl is-active $unit)" active
+out=$(status_out)
+check "status reports agent $v4" grep -q "^agent: *$v4 " <<<"$out"
+
+echo "== an update to $v5, whose agent exits at start, is rolled back by the guard"
+echo "publish-agent /yuzu-test/agent-$v5.bundle" >&"$ts_fd"
+journal_mark=$(date '+%Y-%m-%d %H:%M:%S')
+check "systemctl restart" timeout 200 systemctl restart $unit
+waited=0
+for ((i = 0; i < 120; i++)); do
+	if journalctl -u $unit --since "$journal_mark" --no-pager -o cat | grep -q "rolled back from $v5 to $v4"; then
+		waited=1
+		break
+	fi
+	sleep 2
+done
+check "the guard rolled $v5 back to $v4" test "$waited" = 1
+expect "current -> $v4 again" "$(readlink /opt/yuzu/agent/current)" "$v4"
+check "$v4 registers again" ts_registered 240 "$id" "$v4" 3
+out=$(status_out)
+check "status shows the rollback" grep -q "^rollback: *$v5 -> $v4 at " <<<"$out"
+
+echo "== dpkg -i yuzu-agent $v2 again: the package's version runs again"
+# The operator's package manager has the last word over the agent's own updates.
+dpkg_i "yuzu-agent_${v2}_amd64.deb" || true
+expect "current -> $v2" "$(readlink /opt/yuzu/agent/current)" "$v2"
+out=$(status_out)
+check "status reports agent $v2" grep -q "^agent: *$v2 " <<<"$out"
 
 echo "== dpkg -i yuzu-agent $v3, whose agent exits at start"
 rc=0

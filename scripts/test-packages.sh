@@ -52,6 +52,10 @@ v1=$(cat "$ROOT/VERSION")
 IFS=. read -r major minor patch <<<"${v1%%-*}"
 v2=$major.$minor.$((patch + 1))
 v3=$major.$minor.$((patch + 2))
+# The deb leg's self-update: v4, a real agent the fleet server offers as a signed bundle,
+# and v5, a bundle whose agent passes its self-check and exits at start.
+v4=$major.$minor.$((patch + 3))
+v5=$major.$minor.$((patch + 4))
 
 failed=0
 # leg_end NAME STARTED: the leg's summary line, from its checks.
@@ -408,6 +412,26 @@ build_packages() {
 	fi
 	if ((built)); then
 		bounded "build yuzu-testserver" 600 go build -o "$work/yuzu-testserver" ./integration/cmd/yuzu-testserver || built=0
+	fi
+	if ((built)) && [[ " $legs " == *" deb "* ]]; then
+		# The self-update's bundles, signed by a release key made for the leg: a real
+		# agent $v4 and, for the rollback, an agent $v5 that exits at start.
+		cat >"$work/broken-$v5" <<-EOF
+			#!/bin/sh
+			# Test double (scripts/test-packages.sh): an agent $v5 whose self-check passes
+			# and which exits at start.
+			for a; do [ "\$a" = self-check ] && { echo "self-check passed"; exit 0; }; done
+			echo "yuzu-agent $v5 (test double): exits at start" >&2
+			exit 1
+		EOF
+		mkdir -p "$work/update"
+		if ! { bounded "build yuzu-bundle" 600 go build -o "$work/yuzu-bundle" ./integration/cmd/yuzu-bundle &&
+			bounded "build agent $v4" 600 env GOOS=linux GOARCH=amd64 go build -trimpath -ldflags "-s -w -X github.com/yuzugo/yuzu/agent/internal/cli.Version=$v4" -o "$work/update/yuzu-agent-$v4" ./agent/cmd/yuzu-agent &&
+			"$work/yuzu-bundle" keygen "$work/update" &&
+			"$work/yuzu-bundle" make -key "$work/update/release.key" -version "$v4" -os linux -arch amd64 -o "$work/update/agent-$v4.bundle" "$work/update/yuzu-agent-$v4" &&
+			"$work/yuzu-bundle" make -key "$work/update/release.key" -version "$v5" -os linux -arch amd64 -o "$work/update/agent-$v5.bundle" "$work/broken-$v5"; }; then
+			built=0
+		fi
 	fi
 	say "packages: built in $((SECONDS - build_started))s"
 	if ((!built)); then

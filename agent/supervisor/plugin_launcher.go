@@ -54,7 +54,10 @@ func newPluginLauncher(o Options) *pluginLauncher {
 	if l.limits.Default == (limits.Limits{}) {
 		l.limits.Default = limits.Default
 	}
-	l.socketRoot = newSocketRoot(l.log)
+	// Windows' plugins listen on loopback TCP: no socket, nothing left in TMPDIR.
+	if hostOS != "windows" {
+		l.socketRoot = newSocketRoot(l.log)
+	}
 	l.boxes = limits.New()
 	// Said once: every start would repeat it.
 	if why := l.boxes.Unavailable(); why != "" {

@@ -43,10 +43,13 @@ type Config struct {
 	// SelfCheck runs a staged binary's self-check (it loads the configuration, the
 	// plugins and their catalog without connecting); nil skips it.
 	SelfCheck func(ctx context.Context, binary string) error
-	// Switch makes the staged version current (Tree.Switch by default; Windows
-	// replaces the running .exe).
+	// Switch makes the staged version current (Tree.Switch by default).
 	Switch func(t Tree, version string) error
-	Log    hclog.Logger
+	// AfterSwitch, when set, runs once the switch is made and before the agent stops:
+	// on Windows it starts the watchdog that restarts the service and decides the
+	// trial. An error undoes the switch.
+	AfterSwitch func(t Tree, from, to string) error
+	Log         hclog.Logger
 }
 
 // Status is what the updater knows, for status and the metrics page.
@@ -261,6 +264,17 @@ func (u *Updater) apply(ctx context.Context, client agentv1.AgentServiceClient, 
 	}
 	if err := u.c.Switch(t, offered); err != nil {
 		return "", fmt.Errorf("switching to %s: %w", offered, err)
+	}
+	if u.c.AfterSwitch != nil {
+		if err := u.c.AfterSwitch(t, from, offered); err != nil {
+			// Nothing would decide the trial: undo the switch.
+			rerr := t.Restore(from)
+			if st, lerr := LoadState(u.c.StatePath); lerr == nil {
+				st.Trial = nil
+				_ = st.Save(u.c.StatePath)
+			}
+			return "", errors.Join(fmt.Errorf("after switching to %s: %w; switched back", offered, err), rerr)
+		}
 	}
 	if floors, err := trust.LoadFloors(u.c.FloorsDir); err == nil && floors.Raise(FloorName, offered) {
 		if err := floors.Save(); err != nil {

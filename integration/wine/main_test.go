@@ -218,6 +218,9 @@ func needWine(t testing.TB) {
 	}
 }
 
+// updateVersions are the agent versions the self-update test builds.
+var updateVersions = []string{"0.9.0", "1.0.0"}
+
 // builds maps each binary to the package it is built from, relative to the root.
 var builds = map[string]string{
 	agentExe:   "./agent/cmd/yuzu-agent",
@@ -261,7 +264,17 @@ func buildAll() error {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	fmt.Fprintf(os.Stderr, "integration/wine: built %d Windows binaries in %s\n", len(names), time.Since(start).Round(time.Millisecond))
+	// The agent at two versions, for the self-update test.
+	for _, v := range updateVersions {
+		vargs := []string{"build", "-trimpath", "-ldflags=-s -w -X github.com/yuzugo/yuzu/agent/internal/cli.Version=" + v, "-o", filepath.Join(env.bin, "yuzu-agent-"+v+".exe"), "./agent/cmd/yuzu-agent"}
+		vcmd := exec.CommandContext(ctx, "go", vargs...)
+		vcmd.Dir = env.root
+		vcmd.Env = cmd.Env
+		if out, err := vcmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go %s: %v\n%s", strings.Join(vargs, " "), err, out)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "integration/wine: built %d Windows binaries in %s\n", len(names)+len(updateVersions), time.Since(start).Round(time.Millisecond))
 	env.sums = map[string]string{}
 	for _, n := range names {
 		out := filepath.Join(env.bin, filepath.Base(builds[n])+".exe")

@@ -29,14 +29,17 @@ type sysGroup struct {
 	job windows.Handle
 }
 
-func newKillOnCloseJob() (windows.Handle, error) {
+func newKillOnCloseJob() (windows.Handle, error) { return newJob(0) }
+
+// newJob is newKillOnCloseJob with more limit flags.
+func newJob(flags uint32) (windows.Handle, error) {
 	job, err := windows.CreateJobObject(nil, nil)
 	if err != nil {
 		return 0, err
 	}
 	info := windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION{
 		BasicLimitInformation: windows.JOBOBJECT_BASIC_LIMIT_INFORMATION{
-			LimitFlags: windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+			LimitFlags: windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE | flags,
 		},
 	}
 	if _, err := windows.SetInformationJobObject(job, windows.JobObjectExtendedLimitInformation,
@@ -140,12 +143,16 @@ var selfJob windows.Handle
 // TieToSelf puts the calling process in a kill-on-close job object whose only handle
 // it keeps for the rest of its life. Every process it starts from then on, and every
 // process those start, belongs to the job too, so when the caller dies for any reason
-// (including being killed) Windows closes the handle and ends them all.
+// (including being killed) Windows closes the handle and ends them all; a process the
+// caller itself starts with CREATE_BREAKAWAY_FROM_JOB is the one exception.
 func TieToSelf() error {
 	if selfJob != 0 {
 		return nil
 	}
-	job, err := newKillOnCloseJob()
+	// Breakaway is allowed from this job alone (a plugin's own job allows none): the
+	// agent's self-update starts its watchdog with CREATE_BREAKAWAY_FROM_JOB, which
+	// must outlive the agent it watches (agent/internal/cli/selfupdate_windows.go).
+	job, err := newJob(windows.JOB_OBJECT_LIMIT_BREAKAWAY_OK)
 	if err != nil {
 		return err
 	}

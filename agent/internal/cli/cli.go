@@ -76,6 +76,8 @@ commands:
                                        or roll back a new version on trial (docs/fleet.md)
   update self-check                    what a staged version runs before the agent switches
                                        to it: the configuration, plugins and catalog load
+  update watch TREE-DIR                Windows: the watchdog a switching agent starts, which
+                                       restarts the service and decides the new version's trial
   version                              print the version
 
 flags (before or after the command; environment variable in brackets):

@@ -54,6 +54,9 @@ func newUpdater(cfg config, keys *trust.Keys, log hclog.Logger) (*update.Updater
 	if err != nil {
 		c.Cannot = err.Error()
 	}
+	if runtime.GOOS == "windows" {
+		windowsUpdate(cfg, &c)
+	}
 	c.SelfCheck = func(ctx context.Context, binary string) error { return selfCheck(ctx, binary) }
 	trial := update.OnTrial(c.StatePath, Version)
 	if trial {
@@ -123,6 +126,8 @@ func runUpdate(cfg config, log hclog.Logger, args []string, stdout io.Writer) (i
 		}
 		fmt.Fprintf(stdout, "self-check of %s passed\n", Version)
 		return exitOK, nil
+	case len(args) == 2 && args[0] == "watch":
+		return runWatch(cfg, args[1], stdout)
 	case len(args) == 2 && args[0] == "guard":
 		t := update.Tree{Root: args[1], GOOS: runtime.GOOS}
 		decision, err := update.Guard(t, statePath(cfg), time.Now())

@@ -1,10 +1,10 @@
 package cli
 
 import (
-	"os"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
