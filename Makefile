@@ -25,7 +25,7 @@ export FUZZTIME RUNS
 
 all: build
 
-## build: bin/yuzu-agent, bin/plugins/yuzu-plugin-NAME, bin/plugins/plugins.sha256
+## build: bin/yuzu-agent, bin/plugins/yuzu-plugin-NAME and their catalog.json, bin/yuzu-testserver, bin/yuzu-bundle
 build:
 	scripts/build.sh
 
@@ -33,7 +33,7 @@ build:
 package:
 	scripts/package.sh
 
-## test: deps, tools, lint, cross, build, proto staleness, go test (-race for sdk and agent)
+## test: deps, tools, lint, cross, build, reproducible builds, go test (-race for sdk and agent), the Windows leg, the package legs, integration
 test:
 	scripts/test.sh
 
