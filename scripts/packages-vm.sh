@@ -248,6 +248,9 @@ check "$v4 registers again" ts_registered 240 "$id" "$v4" 3
 out=$(status_out)
 check "status shows the rollback" grep -q "^rollback: *$v5 -> $v4 at " <<<"$out"
 
+# The release key is the operator's file, which no package removes: it goes by hand.
+rm -rf /etc/yuzu/publishers
+
 echo "== dpkg -i yuzu-agent $v2 again: the package's version runs again"
 # The operator's package manager has the last word over the agent's own updates.
 dpkg_i "yuzu-agent_${v2}_amd64.deb" || true
