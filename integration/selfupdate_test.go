@@ -549,6 +549,24 @@ func TestSelfUpdateKilled(t *testing.T) {
 				return outcome{}, fmt.Errorf("the update did not finish in 2 minutes:\n%s", log.String())
 			}
 		}
+		// Where the kill fell, from what it left.
+		if phase == "killed" {
+			entries, _ := os.ReadDir(tree.Root)
+			cur, _ := tree.Current()
+			phase = "killed before the download"
+			for _, e := range entries {
+				switch {
+				case strings.HasPrefix(e.Name(), ".download-"):
+					phase = "killed downloading"
+				case strings.HasPrefix(e.Name(), ".staging-"):
+					phase = "killed staging"
+				case e.Name() == "1.0.0" && cur == "0.9.0":
+					phase = "killed staged (self-check or switch)"
+				case cur == "1.0.0":
+					phase = "killed switched, before its exit"
+				}
+			}
+		}
 		// What a start would do next: the guard, then current's binary.
 		if out, err := exec.Command(v1, "--data-dir", data, "update", "guard", tree.Root).CombinedOutput(); err != nil {
 			return outcome{}, fmt.Errorf("guard: %v\n%s", err, out)
@@ -590,7 +608,14 @@ func TestSelfUpdateKilled(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				o, err := run(w*1000+i, 1+randomDuration(window*6/5))
+				// Half the kills anywhere in the window, half in its last part,
+				// where the stage, the self-check and the switch are (the
+				// download takes most of it).
+				at := 1 + randomDuration(window*6/5)
+				if i%2 == 1 {
+					at = window*7/10 + randomDuration(window/2)
+				}
+				o, err := run(w*1000+i, at)
 				mu.Lock()
 				if err != nil {
 					failures = append(failures, err.Error())
