@@ -637,7 +637,8 @@ func TestPluginLogsReachTheAgentLog(t *testing.T) {
 
 // TestPluginProcessName: a plugin runs from a sealed memory copy executed as
 // /proc/self/fd/N, which the kernel would name it after ("9"); the SDK names the
-// process after its binary, so top, ps -o comm and an OOM report show the plugin.
+// process, and every thread of it, after its binary, so top, ps -o comm, ps -L, perf
+// and an OOM report show the plugin.
 func TestPluginProcessName(t *testing.T) {
 	t.Parallel()
 	dir := pluginDir(t, sleeperBin)
@@ -653,5 +654,20 @@ func TestPluginProcessName(t *testing.T) {
 	}
 	if got := strings.TrimSuffix(string(comm), "\n"); got != want {
 		t.Errorf("the plugin child is named %q, want %q", got, want)
+	}
+	// Every thread, the ones the runtime started before the SDK's init among them
+	// (ps -L, top -H and perf show threads).
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		c, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + task.Name() + "/comm")
+		if err != nil {
+			continue // the thread ended
+		}
+		if got := strings.TrimSuffix(string(c), "\n"); got != want {
+			t.Errorf("thread %s of %d threads is named %q, want %q", task.Name(), len(tasks), got, want)
+		}
 	}
 }

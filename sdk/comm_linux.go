@@ -11,12 +11,32 @@ import (
 // messages (an OOM kill, a hung task) would all show that number. The SDK gives the
 // process the name of its binary instead, taken from the argv[0] the agent passes
 // (the path in the plugin directory). The kernel keeps 15 bytes of it.
+//
+// The name is a thread's, not the process's: every thread the Go runtime started
+// before this init (sysmon, the first Ms) keeps the number, and ps -L, top -H and perf
+// show them so. So every thread there is gets the name, twice over (a thread started
+// while the first pass ran was cloned from a thread with the old name or the new);
+// a thread started later is cloned from a named one and inherits it.
 func init() {
 	if !startedByAgent {
 		return
 	}
 	if name := processName(os.Args); name != "" {
-		_ = os.WriteFile("/proc/self/comm", []byte(name), 0)
+		nameThreads(name)
+	}
+}
+
+// nameThreads gives every thread of the process the name.
+func nameThreads(name string) {
+	for range 2 {
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			_ = os.WriteFile("/proc/self/comm", []byte(name), 0)
+			return
+		}
+		for _, t := range tasks {
+			_ = os.WriteFile(filepath.Join("/proc/self/task", t.Name(), "comm"), []byte(name), 0)
+		}
 	}
 }
 
