@@ -159,6 +159,16 @@ func serve(ctx context.Context, o options, in io.Reader, out io.Writer) error {
 				fmt.Fprintf(c.out, "fleet: refused agent %s: %s\n", rows.Printable(req.GetInfo().GetAgentId()), rows.Printable(resp.GetRejectReason()))
 				return
 			}
+			if req.GetCsrPem() != "" && resp.GetIssuedCertificate() != "" {
+				// The agent connects again with the certificate: that registration
+				// is the one that describes it.
+				kind := "enrolled"
+				if req.GetEnrollmentToken() == "" {
+					kind = "renewed the certificate of"
+				}
+				fmt.Fprintf(c.out, "fleet: %s agent %s (a certificate signed for its CSR)\n", kind, rows.Printable(req.GetInfo().GetAgentId()))
+				return
+			}
 			fleetserver.WriteRegistration(c.out, req)
 		},
 	}
