@@ -172,15 +172,7 @@ func LoadKeys(dir, stateDir string) (*Keys, error) {
 // readTrusted reads a small file that decides trust: no link, no FIFO, bounded,
 // owned by root or the agent's user and writable by nobody else.
 func readTrusted(path string, limit int64) ([]byte, error) {
-	f, fi, err := safefile.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if err := safefile.TrustedFile(f, fi, false); err != nil {
-		return nil, fmt.Errorf("%s is %w", path, err)
-	}
-	return safefile.ReadAll(f, fi, limit)
+	return safefile.ReadTrusted(path, limit)
 }
 
 // parsePublisher reads a publisher file.

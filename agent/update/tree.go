@@ -124,6 +124,35 @@ func writeSynced(path string, data []byte, mode os.FileMode) error {
 	return err
 }
 
+// Switch makes version current and the version that was current previous: on Unix
+// links renamed over the old ones, the tree flushed; on Windows the running .exe
+// replaced as well (tree_windows.go).
+func (t Tree) Switch(version string) error {
+	if err := t.Runnable(version); err != nil {
+		return fmt.Errorf("not switching to %s: %w", version, err)
+	}
+	cur, err := t.Current()
+	if err != nil {
+		return err
+	}
+	if cur == version {
+		return nil
+	}
+	if err := t.setLink(PreviousLink, cur); err != nil {
+		return err
+	}
+	return t.makeCurrent(version)
+}
+
+// Restore makes version current again without touching previous (a rollback: the
+// version rolled back from is kept for the record until the next prune).
+func (t Tree) Restore(version string) error {
+	if err := t.Runnable(version); err != nil {
+		return fmt.Errorf("cannot go back to %s: %w", version, err)
+	}
+	return t.makeCurrent(version)
+}
+
 // Prune removes every version directory but current, previous and keep, and what an
 // interrupted stage or switch left (staging directories, stray links).
 func (t Tree) Prune(keep ...string) error {

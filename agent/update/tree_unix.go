@@ -73,34 +73,8 @@ func (t Tree) setLink(name, version string) error {
 	return nil
 }
 
-// Switch makes version current and the version that was current previous, then
-// flushes the tree.
-func (t Tree) Switch(version string) error {
-	if err := t.Runnable(version); err != nil {
-		return fmt.Errorf("not switching to %s: %w", version, err)
-	}
-	cur, err := t.Current()
-	if err != nil {
-		return err
-	}
-	if cur == version {
-		return nil
-	}
-	if err := t.setLink(PreviousLink, cur); err != nil {
-		return err
-	}
-	if err := t.setLink(CurrentLink, version); err != nil {
-		return err
-	}
-	return syncDir(t.Root)
-}
-
-// Restore makes version current again without touching previous (a rollback: the
-// version rolled back from is kept for the record until the next prune).
-func (t Tree) Restore(version string) error {
-	if err := t.Runnable(version); err != nil {
-		return fmt.Errorf("cannot go back to %s: %w", version, err)
-	}
+// makeCurrent points current at version and flushes the tree.
+func (t Tree) makeCurrent(version string) error {
 	if err := t.setLink(CurrentLink, version); err != nil {
 		return err
 	}

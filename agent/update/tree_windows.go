@@ -127,33 +127,8 @@ func (t Tree) place(version string) error {
 	return nil
 }
 
-// Switch makes version current: its binary the running one, previous the version
-// that was current.
-func (t Tree) Switch(version string) error {
-	if err := t.Runnable(version); err != nil {
-		return fmt.Errorf("not switching to %s: %w", version, err)
-	}
-	cur, err := t.Current()
-	if err != nil {
-		return err
-	}
-	if cur == version {
-		return nil
-	}
-	if err := t.setLink(PreviousLink, cur); err != nil {
-		return err
-	}
-	if err := t.place(version); err != nil {
-		return err
-	}
-	return t.setLink(CurrentLink, version)
-}
-
-// Restore makes version current again without touching previous.
-func (t Tree) Restore(version string) error {
-	if err := t.Runnable(version); err != nil {
-		return fmt.Errorf("cannot go back to %s: %w", version, err)
-	}
+// makeCurrent makes version's binary the running one and current name it.
+func (t Tree) makeCurrent(version string) error {
 	if err := t.place(version); err != nil {
 		return err
 	}

@@ -34,15 +34,7 @@ func TestWindowsSelfUpdate(t *testing.T) {
 		t.Fatalf("uninstall before the test: %s", r)
 	}
 	w := newWorld(t)
-	pki, err := fleetserver.NewPKI(filepath.Join(t.TempDir(), "pki"), "fleet")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := fleetserver.Start("127.0.0.1:0", fleetserver.Options{TLS: pki.ServerTLS()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	pki, srv := startServer(t)
 
 	// A release key the agent trusts for agent releases, and the 1.0.0 bundle.
 	pub, priv, err := minisign.GenerateKey(rand.Reader)

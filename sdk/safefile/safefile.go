@@ -68,6 +68,22 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 	return ReadAll(f, fi, limit)
 }
 
+// ReadTrusted is ReadFile for a file the agent believes: it must also be trusted
+// (TrustedFile: owned by root or this process's user, writable by nobody else; on
+// Windows read from its DACL), judged on the descriptor that is read. The error names
+// path.
+func ReadTrusted(path string, limit int64) ([]byte, error) {
+	f, fi, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := TrustedFile(f, fi, false); err != nil {
+		return nil, fmt.Errorf("%s is %w", path, err)
+	}
+	return ReadAll(f, fi, limit)
+}
+
 // ReadAll reads what is left of an open file of at most limit bytes. fi is the file's
 // stat (for the error message and the first size check); the read itself is bounded
 // too, because the file can grow after the stat.

@@ -187,15 +187,7 @@ func (s *Source) enrolled() (*enrolledID, error) {
 // readPrivate reads a file of the identity directory: a regular file (no link
 // followed) only root or the agent's user can change, at most maxPEMBytes.
 func readPrivate(path string) ([]byte, error) {
-	f, fi, err := safefile.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if err := safefile.TrustedFile(f, fi, false); err != nil {
-		return nil, fmt.Errorf("%s is %w", path, err)
-	}
-	return safefile.ReadAll(f, fi, maxPEMBytes)
+	return safefile.ReadTrusted(path, maxPEMBytes)
 }
 
 // Enrolling reports whether the next registration should carry a CSR: enrollment is
