@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/yuzugo/yuzu/sdk/atomicfile"
 	"github.com/yuzugo/yuzu/sdk/safefile"
 	"github.com/yuzugo/yuzu/sdk/semver"
 )
@@ -85,7 +86,7 @@ func (t Tree) Stage(b *Bundle) error {
 			return err
 		}
 	}
-	if err := syncDir(tmp); err != nil {
+	if err := atomicfile.SyncDir(tmp); err != nil {
 		return err
 	}
 	final := filepath.Join(t.Root, version)
@@ -102,7 +103,7 @@ func (t Tree) Stage(b *Bundle) error {
 		return err
 	}
 	done = true
-	return syncDir(t.Root)
+	return atomicfile.SyncDir(t.Root)
 }
 
 // writeSynced writes a new file and flushes it to disk.
@@ -113,7 +114,7 @@ func writeSynced(path string, data []byte, mode os.FileMode) error {
 	}
 	_, err = f.Write(data)
 	if err == nil {
-		err = f.Sync()
+		err = atomicfile.SyncFile(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/yuzugo/yuzu/sdk/atomicfile"
 	"github.com/yuzugo/yuzu/sdk/safefile"
 	"github.com/yuzugo/yuzu/sdk/semver"
 )
@@ -78,5 +79,5 @@ func (t Tree) makeCurrent(version string) error {
 	if err := t.setLink(CurrentLink, version); err != nil {
 		return err
 	}
-	return syncDir(t.Root)
+	return atomicfile.SyncDir(t.Root)
 }

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/windows"
 
+	"github.com/yuzugo/yuzu/sdk/atomicfile"
 	"github.com/yuzugo/yuzu/sdk/semver"
 )
 
@@ -99,7 +100,7 @@ func (t Tree) place(version string) error {
 	}
 	_, err = io.Copy(dst, src)
 	if err == nil {
-		err = dst.Sync()
+		err = atomicfile.SyncFile(dst)
 	}
 	if cerr := dst.Close(); err == nil {
 		err = cerr

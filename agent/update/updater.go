@@ -18,6 +18,7 @@ import (
 	"github.com/yuzugo/yuzu/agent/fleetpb/agentv1"
 	"github.com/yuzugo/yuzu/agent/fleetpb/commonv1"
 	"github.com/yuzugo/yuzu/agent/trust"
+	"github.com/yuzugo/yuzu/sdk/atomicfile"
 	"github.com/yuzugo/yuzu/sdk/rows"
 	"github.com/yuzugo/yuzu/sdk/semver"
 )
@@ -338,7 +339,7 @@ func (u *Updater) download(ctx context.Context, client agentv1.AgentServiceClien
 	if sum := hex.EncodeToString(h.Sum(nil)); wantSum != "" && !strings.EqualFold(sum, wantSum) {
 		return fail(refused("download of %s: SHA-256 %s, the check said %s (altered in flight)", version, sum, wantSum))
 	}
-	if err := f.Sync(); err != nil {
+	if err := atomicfile.SyncFile(f); err != nil {
 		return fail(err)
 	}
 	if err := f.Close(); err != nil {

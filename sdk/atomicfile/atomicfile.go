@@ -243,3 +243,17 @@ func (e *DirSyncError) Error() string { return "fsync directory " + e.Dir + ": "
 func (e *DirSyncError) Unwrap() error { return e.Err }
 
 var errDirSyncUnsupported = errors.New("directory sync unsupported")
+
+// SyncFile flushes f to the drive, as Write does its files: on macOS through
+// F_FULLFSYNC (plain fsync there reaches only the drive's cache).
+func SyncFile(f *os.File) error { return syncFile(f) }
+
+// SyncDir flushes a directory's entries (a new name, a rename) to disk, as Write does
+// after its rename. Where a directory cannot be flushed (Windows: NTFS journals its
+// metadata), it does nothing.
+func SyncDir(dir string) error {
+	if err := syncDir(dir); err != nil && !errors.Is(err, errDirSyncUnsupported) {
+		return err
+	}
+	return nil
+}
