@@ -28,7 +28,7 @@ func TestShippedDefinitions(t *testing.T) {
 		ttl                 int
 		columns             []sdk.Column
 	}{
-		{"security.firewall.state", "state", "1.1.0", 120, stringColumns("profile_or_backend", "state")},
+		{"security.firewall.state", "state", "1.2.0", 120, stringColumns("profile_or_backend", "state")},
 		{"security.firewall.rules", "rules", "1.0.0", 300,
 			stringColumns("rule_name", "enabled", "direction", "action", "profiles")},
 	}

@@ -13,7 +13,7 @@ import (
 // Identity, as upstream.
 const (
 	pluginName        = "firewall"
-	pluginVersion     = "0.6.0"
+	pluginVersion     = "0.7.0"
 	pluginDescription = "Firewall status and rule listing"
 )
 

@@ -24,7 +24,7 @@ func (f fixedReader) Rules(context.Context) []rows.Row { return f.rules }
 
 func TestManifest(t *testing.T) {
 	m := sdktest.New(t, newPlugin(), sdk.Config{}).Manifest()
-	if m.Name != "firewall" || m.Version != "0.6.0" || m.Description != "Firewall status and rule listing" {
+	if m.Name != "firewall" || m.Version != "0.7.0" || m.Description != "Firewall status and rule listing" {
 		t.Errorf("identity %q %q %q", m.Name, m.Version, m.Description)
 	}
 	var names []string
