@@ -60,6 +60,10 @@ const (
 	// closeWait bounds how long it then waits for the server to end the half-closed
 	// command stream: long enough for gRPC to write what it buffers.
 	closeWait = time.Second
+	// renewCloseWait is closeWait when the connection ends for a renewed
+	// certificate: the agent is not stopping, and a server slow to end the call
+	// may still be writing commands to it, which cancelling would lose.
+	renewCloseWait = 10 * time.Second
 	// probeEvery is how often a heartbeat goes while answers wait for confirmation
 	// (the spool), instead of once per Heartbeat.
 	probeEvery = 2 * time.Second
@@ -616,9 +620,13 @@ func (s *Session) connect(ctx context.Context) (registered bool, err error) {
 		defer wg.Done()
 		recvDone <- s.receive(sctx, stream)
 	}()
+	// The sender gets a context of its own: drain stops it before the half-close,
+	// so that a Send and the CloseSend never run at once (see drain).
+	sendCtx, stopSend := context.WithCancel(sctx)
+	defer stopSend()
 	go func() {
 		defer wg.Done()
-		sendDone <- s.send(sctx, stream)
+		sendDone <- s.send(sendCtx, stream)
 	}()
 	go func() {
 		defer wg.Done()
@@ -647,16 +655,16 @@ func (s *Session) connect(ctx context.Context) (registered bool, err error) {
 		// A new version of the agent is in place: stop as at SIGTERM, and let the
 		// service manager start the new one.
 		s.stop()
-		s.drain(stream, recvDone)
+		s.drain(stream, recvDone, stopSend, sendDone, closeWait)
 		err = ErrUpdated
 	case <-renewed:
 		// The next connection presents the new certificate: this one ends as a stop
 		// would end it, but with the commands in flight left running.
-		s.drain(stream, recvDone)
+		s.drain(stream, recvDone, stopSend, sendDone, renewCloseWait)
 		err = errRenewed
 	case <-ctx.Done():
 		s.stop()
-		s.drain(stream, recvDone)
+		s.drain(stream, recvDone, stopSend, sendDone, closeWait)
 		err = nil
 	}
 	cancel()
@@ -666,9 +674,10 @@ func (s *Session) connect(ctx context.Context) (registered bool, err error) {
 
 // drain lets the last answers reach the server before the stream is closed: it waits
 // (at most drainWait) until the sender has handed every message to the stream,
-// half-closes it, and waits (at most closeWait) for the server to end the call.
+// half-closes it, and waits (at most wait) for the server to end the call, handling
+// the commands it still sends meanwhile.
 // Cancelling the call at once would reset it and drop what gRPC still buffers.
-func (s *Session) drain(stream agentv1.AgentService_SubscribeClient, recvDone <-chan error) {
+func (s *Session) drain(stream agentv1.AgentService_SubscribeClient, recvDone <-chan error, stopSend func(), sendDone <-chan error, wait time.Duration) {
 	dctx, cancel := context.WithTimeout(context.Background(), drainWait)
 	defer cancel()
 	err := s.out.waitEmpty(dctx)
@@ -684,8 +693,21 @@ func (s *Session) drain(stream agentv1.AgentService_SubscribeClient, recvDone <-
 		s.log.Warn("stopping: not every answer left before the drain deadline; the rest are kept for the next start", "waiting", s.out.len())
 		return
 	}
+	// Only the sender touches the sending side until it has returned: gRPC does not
+	// allow CloseSend while a Send is under way, and a half-close racing a Send (an
+	// answer that came in just after the outbox emptied) can reset the call, losing
+	// both that answer, which would then count as delivered, and the commands the
+	// server is writing at that moment. Whatever the sender leaves in the outbox goes
+	// out on the next connection.
+	stopSend()
+	select {
+	case <-sendDone:
+	case <-dctx.Done():
+		s.log.Warn("stopping: the command stream's sender did not stop before the drain deadline")
+		return
+	}
 	_ = stream.CloseSend()
-	t := time.NewTimer(closeWait)
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case err := <-recvDone:
