@@ -194,13 +194,14 @@ func runDescribe(ctx context.Context, cfg config, log hclog.Logger, args []strin
 const mechanismProbeTimeout = 30 * time.Second
 
 // mechanismAction is the action describe runs to learn which mechanism the host
-// actually uses, or "": an action `state` that declares a `backend` row and takes no
-// required parameter. The firewall plugin's state answers `backend|NAME` rows naming
-// the firewall that answered on this host (docs/firewall.md); the manifest's
-// mechanisms are only what each system's leg tries first.
+// actually uses, or "": the one the plugin declares for it (sdk.MechanismProbe), when
+// it takes no required parameter. It answers `backend|NAME` rows naming what answered
+// on this host (the firewall plugin's state: docs/firewall.md); the manifest's
+// mechanisms are only what each system's leg tries first. An action the plugin did not
+// declare for it is never run, whatever its name or rows.
 func mechanismAction(m host.Manifest) string {
 	for _, a := range m.Actions {
-		if a.Name != "state" {
+		if !a.MechanismProbe {
 			continue
 		}
 		for i := range a.Params {
@@ -208,11 +209,7 @@ func mechanismAction(m host.Manifest) string {
 				return ""
 			}
 		}
-		for _, r := range a.Rows {
-			if r.Kind == "backend" {
-				return a.Name
-			}
-		}
+		return a.Name
 	}
 	return ""
 }
