@@ -59,12 +59,12 @@ func runService(ctx context.Context, cfg config, log hclog.Logger, args []string
 		if err != nil {
 			return fail(err)
 		}
-		m, err := connectSCM()
+		m, err := service.ConnectSCM()
 		if err != nil {
 			return fail(fmt.Errorf("the service control manager: %w", err))
 		}
 		defer m.Close()
-		return windowsService(ctx, m, args[0], exe, serviceConfigPath(cfg), stdout, stderr), nil
+		return service.Manage(ctx, m, args[0], exe, serviceConfigPath(cfg), stdout, stderr), nil
 	}
 	path, ok := serviceDefinitionPath[runtime.GOOS]
 	if !ok {

@@ -1,7 +1,10 @@
-// Package service writes the definitions that run `yuzu-agent run` as the machine's
-// service: a systemd unit, a launchd daemon plist and the Windows service's settings.
-// Installing them is the command line's (agent/internal/cli, `yuzu-agent service`);
-// what each directive is for is in docs/operations.md, "Running as a service".
+// Package service runs the agent as the machine's service: it writes the definitions
+// that run `yuzu-agent run` (a systemd unit, a launchd daemon plist, the Windows
+// service's settings) and holds the Windows service control manager's side: install,
+// uninstall and status through the SCM (scm.go), the agent as the SCM's service, and
+// the watchdog of a self-update's trial (trialwatch.go). The command line
+// (agent/internal/cli, `yuzu-agent service`) parses and calls it; what each directive
+// is for is in docs/operations.md, "Running as a service".
 package service
 
 import (
