@@ -156,12 +156,6 @@ func OnAll(s OSSupport) ActionOption {
 	return func(a *Action) { a.Linux, a.Darwin, a.Windows = s, s, s }
 }
 
-// Supported is OnAll.
-//
-// Deprecated: use OnAll (the name said "supported" whatever level it was given);
-// Supported is kept for one release.
-func Supported(s OSSupport) ActionOption { return OnAll(s) }
-
 // OnLinux declares the action's support on Linux.
 func OnLinux(s OSSupport) ActionOption { return func(a *Action) { a.Linux = s } }
 

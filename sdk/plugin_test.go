@@ -146,11 +146,6 @@ func TestResultConstructors(t *testing.T) {
 		{Done(), Result{}},
 		{Complete(), Result{Status: StatusOK, Completeness: CompletenessFull}},
 		{Partial("x:y"), Result{Status: StatusConstrained, Completeness: CompletenessPartial, Provenance: "x:y"}},
-		// The deprecated names stay what they were.
-		{Undeclared(), Done()},
-		{OKFull(), Complete()},
-		{Constrained("x:y"), Partial("x:y")},
-		{Failed(), Result{Code: 1}},
 	}
 	for _, c := range cases {
 		if c.got != c.want {

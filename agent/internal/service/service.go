@@ -113,12 +113,11 @@ WantedBy=multi-user.target
 	return b.String(), nil
 }
 
-// LaunchdLogFile is where the agent logs under launchd (rotated by size by the agent,
-// docs/operations.md "Logs"); StandardErrorPath gets only what bypasses the logger.
-const (
-	LaunchdLogFile    = "/Library/Logs/yuzu/agent.log"
-	LaunchdStderrFile = "/Library/Logs/yuzu/stderr.log"
-)
+// LaunchdStderrFile is the plist's StandardErrorPath: it gets only what bypasses the
+// logger. The plist names no log file: the agent logs to the configuration's
+// log-file, which the macOS package's agent.yaml sets to /Library/Logs/yuzu/agent.log
+// (rotated by size by the agent, docs/operations.md "Logs").
+const LaunchdStderrFile = "/Library/Logs/yuzu/stderr.log"
 
 // LaunchdPlist is the daemon's property list: run at load, started again when it
 // exits with a failure, given a minute to stop.
