@@ -269,7 +269,7 @@ func printDefinitions(stdout, stderr io.Writer, m host.Manifest) int {
 		data, err = definition.Marshal(defs)
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "yuzu-agent:", printableLines(err.Error()))
+		fmt.Fprintln(stderr, "yuzu-agent:", rows.PrintableLines(err.Error()))
 		return exitFail
 	}
 	fmt.Fprintf(stdout, "# The InstructionDefinitions plugin %s %s serves (yuzu-agent describe %s --definitions).\n", cell(m.Name), cell(m.Version), cell(m.Name))
@@ -386,7 +386,7 @@ func paramLine(p *sdk.Parameter) string {
 // rolled back.
 func addPlugins(ctx context.Context, cfg config, log hclog.Logger, files []string, stdout, stderr io.Writer) int {
 	fail := func(format string, args ...any) {
-		fmt.Fprintln(stderr, "yuzu-agent: plugins add: "+printableLines(fmt.Sprintf(format, args...)))
+		fmt.Fprintln(stderr, "yuzu-agent: plugins add: "+rows.PrintableLines(fmt.Sprintf(format, args...)))
 	}
 	if cfg.signature != "" && len(files) != 1 {
 		fail("--signature names the signature of one FILE; for several, put each beside its file as FILE.minisig")
@@ -571,22 +571,12 @@ func definitionsOf(ctx context.Context, sup *supervisor.Supervisor, name string,
 		}
 		defs, err := pluginDefinitions(ctx, sup, n)
 		if err != nil {
-			fmt.Fprintln(stderr, "yuzu-agent: plugins add: warning: definition ids not checked against plugin "+rows.Printable(n)+": "+printableLines(err.Error()))
+			fmt.Fprintln(stderr, "yuzu-agent: plugins add: warning: definition ids not checked against plugin "+rows.Printable(n)+": "+rows.PrintableLines(err.Error()))
 			continue
 		}
 		others[n] = defs
 	}
 	return others
-}
-
-// printableLines escapes each line of a message that may quote plugin-supplied text,
-// keeping the line breaks the agent put there itself.
-func printableLines(msg string) string {
-	lines := strings.Split(msg, "\n")
-	for i, l := range lines {
-		lines[i] = rows.Printable(l)
-	}
-	return strings.Join(lines, "\n")
 }
 
 // workflowsOwner names the agent's own workflow definitions among the owners of ids.

@@ -237,7 +237,7 @@ func (s *shell) problem(err error) {
 	if s.term == nil {
 		where = fmt.Sprintf(" line %d:", s.lineNo)
 	}
-	fmt.Fprintf(s.msg, "yuzu-agent shell:%s %s\n", where, printableLines(err.Error()))
+	fmt.Fprintf(s.msg, "yuzu-agent shell:%s %s\n", where, rows.PrintableLines(err.Error()))
 }
 
 // do runs one line and reports whether the shell should end.
