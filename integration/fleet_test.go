@@ -4,6 +4,7 @@ package integration
 
 import (
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -108,6 +109,40 @@ func TestFleetRegister(t *testing.T) {
 	}
 	if reg.GetInfo().GetAgentId() != kept {
 		t.Errorf("after a restart the agent id is %q, want %q", reg.GetInfo().GetAgentId(), kept)
+	}
+	a.stop(t)
+}
+
+// TestFleetRegisterManyTags: a device with 3,000 tags of the largest value the tags
+// plugin accepts (a tags.json of about 1.4 MB, under the plugin's 16 MiB cap) registers
+// with every one of them: the agent asks the tags plugin for them through the plugin
+// protocol, with no bound of its own below the plugin's.
+func TestFleetRegisterManyTags(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, fleetserver.Options{}, tagsBin)
+	want := map[string]string{}
+	for i := range 3000 {
+		want[fmt.Sprintf("tag.%04d", i)] = strings.Repeat(string(rune('a'+i%26)), 448)
+	}
+	data, err := json.MarshalIndent(want, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) <= 1<<20 {
+		t.Fatalf("tags.json of %d bytes: the test needs more than 1 MiB", len(data))
+	}
+	writeFile(t, filepath.Join(f.w.dataDir, "tags.json"), string(data), 0o600)
+	a := f.agent()
+	ctx := testCtx(t, 60*time.Second)
+	reg, err := f.srv.WaitAccepted(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := reg.GetInfo().GetScopableTags(); !mapsEqual(got, want) {
+		t.Errorf("registered %d tags, want all %d\nagent:\n%s", len(got), len(want), a.stderr.String())
+	}
+	if strings.Contains(a.stderr.String(), "registering without tags") {
+		t.Errorf("the agent registered without tags:\n%s", a.stderr.String())
 	}
 	a.stop(t)
 }
@@ -430,8 +465,8 @@ func TestFleetTimeout(t *testing.T) {
 // TestFleetTypedStatus: the plugin's typed status reaches the server as
 // plugin_result_status: a tags.json with a number in it is corrupt, so the tags plugin
 // answers CONSTRAINED (tags:load_failed), and the agent registers without tags rather
-// than with a mangled value (the plugin, started first, has moved the file aside, or
-// the agent's own decoder refuses it).
+// than with a mangled value (the plugin, asked for the tags at registration, has moved
+// the file aside and answers CONSTRAINED).
 func TestFleetTypedStatus(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, fleetserver.Options{}, tagsBin)

@@ -91,7 +91,7 @@ func newReleaser(t testing.TB) releaser {
 func (r releaser) bundle(t testing.TB, version string, binary []byte) []byte {
 	t.Helper()
 	files := map[string][]byte{"yuzu-agent": binary}
-	raw := update.MarshalManifest(update.NewManifest(version, "linux", goarch(), files, "yuzu-agent"))
+	raw := update.MarshalIndex(update.NewIndex(version, "linux", goarch(), files, "yuzu-agent"))
 	var buf bytes.Buffer
 	if err := update.WriteBundle(&buf, raw, minisign.Sign(r.priv, raw), files); err != nil {
 		t.Fatal(err)

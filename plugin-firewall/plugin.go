@@ -49,7 +49,7 @@ func newPluginWith(r reader) *sdk.Plugin {
 	p.Handle("state", fp.state,
 		sdk.Describe("Says whether the host firewall is on and which firewall answered; "+
 			"unknown means the read did not complete, never off"),
-		sdk.Row("backend", "backend"),
+		sdk.Row("backend", "backend"), sdk.MechanismProbe(),
 		sdk.Row("state", "state"),
 		sdk.Row("mode", "mode"),
 		sdk.Row("block_all", "state"),

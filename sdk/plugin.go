@@ -27,6 +27,9 @@ type Action struct {
 	// OnlyDeclaredParams refuses a command that carries a parameter the action does
 	// not declare, before the handler runs (see OnlyDeclaredParams).
 	OnlyDeclaredParams bool
+	// MechanismProbe marks the action the agent's describe runs to name the
+	// mechanism that answers on this host (see MechanismProbe).
+	MechanismProbe bool
 
 	handler    Handler
 	columnsSet bool
@@ -54,6 +57,21 @@ func (a *Action) OS(goos string) OSSupport {
 		return a.Windows
 	}
 	return OSSupport{}
+}
+
+// checkProbe says what keeps a MechanismProbe action from being one, given the
+// actions registered before it.
+func (a *Action) checkProbe(before []*Action) error {
+	if !slices.ContainsFunc(a.Rows, func(r RowKind) bool { return r.Kind == "backend" }) {
+		return fmt.Errorf("a mechanism probe must declare the row kind backend")
+	}
+	if slices.ContainsFunc(a.Params, func(p Parameter) bool { return p.Required }) {
+		return fmt.Errorf("a mechanism probe takes no required parameter")
+	}
+	if i := slices.IndexFunc(before, func(b *Action) bool { return b.MechanismProbe }); i >= 0 {
+		return fmt.Errorf("action %q is already the mechanism probe", before[i].Name)
+	}
+	return nil
 }
 
 // ActionOption sets an optional property of an action.
@@ -125,16 +143,18 @@ func Columns(columns ...string) ActionOption {
 // of the same name sets it for every action.
 func OnlyDeclaredParams() ActionOption { return func(a *Action) { a.OnlyDeclaredParams = true } }
 
+// MechanismProbe marks the action `yuzu-agent describe` runs to say which mechanism
+// answers on this host, where the manifest can only say what each system's leg tries
+// first: the action writes one `backend|<name>` row per mechanism it read, so it must
+// declare the row kind `backend` and take no required parameter. At most one action
+// of a plugin may be marked; describe runs no action that is not. The shipped firewall
+// plugin marks its `state`.
+func MechanismProbe() ActionOption { return func(a *Action) { a.MechanismProbe = true } }
+
 // OnAll declares the same support on Linux, macOS and Windows.
 func OnAll(s OSSupport) ActionOption {
 	return func(a *Action) { a.Linux, a.Darwin, a.Windows = s, s, s }
 }
-
-// Supported is OnAll.
-//
-// Deprecated: use OnAll (the name said "supported" whatever level it was given);
-// Supported is kept for one release.
-func Supported(s OSSupport) ActionOption { return OnAll(s) }
 
 // OnLinux declares the action's support on Linux.
 func OnLinux(s OSSupport) ActionOption { return func(a *Action) { a.Linux = s } }
@@ -222,6 +242,9 @@ func (p *Plugin) Handle(name string, h Handler, opts ...ActionOption) {
 	a := &Action{Name: name, handler: h, OnlyDeclaredParams: p.onlyDeclared}
 	for _, o := range opts {
 		o(a)
+	}
+	if a.err == nil && a.MechanismProbe {
+		a.err = a.checkProbe(p.actions)
 	}
 	if a.err != nil {
 		panic(fmt.Sprintf("sdk: action %q: %v", name, a.err))

@@ -52,6 +52,15 @@ func TestHandleRejectsProgrammingErrors(t *testing.T) {
 	}{
 		{"duplicate", func(p *Plugin) { p.Handle("a", nop); p.Handle("a", nop) }, `action "a" registered twice`},
 		{"nil handler", func(p *Plugin) { p.Handle("b", nil) }, `action "b" has a nil handler`},
+		{"probe without backend rows", func(p *Plugin) { p.Handle("c", nop, Row("state", "state"), MechanismProbe()) },
+			"must declare the row kind backend"},
+		{"probe with a required parameter", func(p *Plugin) {
+			p.Handle("d", nop, Row("backend", "backend"), MechanismProbe(), Param("zone", TypeString, "", Required()))
+		}, "no required parameter"},
+		{"two probes", func(p *Plugin) {
+			p.Handle("e", nop, Row("backend", "backend"), MechanismProbe())
+			p.Handle("f", nop, Row("backend", "backend"), MechanismProbe())
+		}, `action "e" is already the mechanism probe`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -137,11 +146,6 @@ func TestResultConstructors(t *testing.T) {
 		{Done(), Result{}},
 		{Complete(), Result{Status: StatusOK, Completeness: CompletenessFull}},
 		{Partial("x:y"), Result{Status: StatusConstrained, Completeness: CompletenessPartial, Provenance: "x:y"}},
-		// The deprecated names stay what they were.
-		{Undeclared(), Done()},
-		{OKFull(), Complete()},
-		{Constrained("x:y"), Partial("x:y")},
-		{Failed(), Result{Code: 1}},
 	}
 	for _, c := range cases {
 		if c.got != c.want {

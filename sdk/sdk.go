@@ -129,27 +129,6 @@ func Partial(provenance string) Result {
 	return Result{Status: StatusConstrained, Completeness: CompletenessPartial, Provenance: provenance}
 }
 
-// Undeclared is Done.
-//
-// Deprecated: use Done; Undeclared is kept for one release.
-func Undeclared() Result { return Done() }
-
-// OKFull is Complete.
-//
-// Deprecated: use Complete; OKFull is kept for one release.
-func OKFull() Result { return Complete() }
-
-// Constrained is Partial.
-//
-// Deprecated: use Partial; Constrained is kept for one release.
-func Constrained(provenance string) Result { return Partial(provenance) }
-
-// Failed is rc 1 with UNDECLARED / UNKNOWN, without an error row.
-//
-// Deprecated: use Output.Fail, which writes the error row too, or return an error;
-// Failed is kept for one release.
-func Failed() Result { return failed }
-
 // failed is the result of a failed command: rc 1, nothing declared.
 var failed = Result{Code: 1}
 

@@ -328,6 +328,14 @@ func TestOnlyDeclaredParams(t *testing.T) {
 		t.Errorf("manifest: list=%v loose=%v", acts[0].OnlyDeclaredParams, acts[1].OnlyDeclaredParams)
 	}
 
+	// The mechanism probe travels in the manifest, on the action that declares it.
+	r := sdk.New("probe", "1.0.0", "probe")
+	r.Handle("state", handler, sdk.Row("backend", "backend"))
+	r.Handle("which", handler, sdk.Row("backend", "backend"), sdk.MechanismProbe())
+	if acts := sdktest.New(t, r, sdk.Config{}).Manifest().Actions; acts[0].MechanismProbe || !acts[1].MechanismProbe {
+		t.Errorf("manifest: state=%v which=%v, want only which", acts[0].MechanismProbe, acts[1].MechanismProbe)
+	}
+
 	// The plugin's method covers actions registered before and after it.
 	q := sdk.New("strict", "2.0.0", "strict parameters")
 	q.Handle("before", handler)

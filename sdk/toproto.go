@@ -29,6 +29,7 @@ func manifestToProto(p *Plugin) *pluginv1.Manifest {
 			Columns:     columnsToProto(a.Columns),
 
 			OnlyDeclaredParams: a.OnlyDeclaredParams,
+			MechanismProbe:     a.MechanismProbe,
 		}
 		for i := range a.Params {
 			pa.Parameters = append(pa.Parameters, parameterToProto(&a.Params[i]))

@@ -50,6 +50,10 @@ func (k *keeper) execute(ctx context.Context, req Request, onRows func([]string)
 	if timeout <= 0 && !deadline.IsZero() {
 		timeout = deadline.Sub(start)
 	}
+	if req.ParkAfter && k.isIdle() {
+		// Deferred first, so that it runs after the release below.
+		defer k.park("the agent's own " + req.Action + " is done; starts on its next command")
+	}
 	c, err := k.acquireBy(ctx, deadline, timeout)
 	if err != nil {
 		return sdk.Result{}, err

@@ -45,8 +45,11 @@ type (
 	// evIdle: the idle timer of generation gen has fired.
 	evIdle struct{ gen int }
 	// evPark: stop the child now if it is idle and the plugin has an idle stop
-	// (Prime, once the manifest is known).
-	evPark struct{ done chan struct{} }
+	// (Prime, once the manifest is known; Request.ParkAfter), for the reason given.
+	evPark struct {
+		reason string
+		done   chan struct{}
+	}
 )
 
 // onIdleEvent handles the events above; it reports whether ev was one of them.
@@ -64,7 +67,7 @@ func (k *keeper) onIdleEvent(ev any) bool {
 			k.stopIdle("no command for " + Seconds(k.idle.after))
 		}
 	case evPark:
-		k.stopIdle("manifest learnt at start; starts on its first command")
+		k.stopIdle(e.reason)
 		close(e.done)
 	default:
 		return false
@@ -154,10 +157,17 @@ func (k *keeper) known() (host.Manifest, bool) {
 	return k.snapManifest, k.snapManifest.Name != ""
 }
 
+// isIdle reports whether the plugin is idle now (Request.ParkAfter).
+func (k *keeper) isIdle() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.snap.State == StateIdle
+}
+
 // park stops the child now if the plugin has an idle stop and nothing holds it.
-func (k *keeper) park() {
+func (k *keeper) park(reason string) {
 	done := make(chan struct{})
-	if !k.send(evPark{done: done}) {
+	if !k.send(evPark{reason: reason, done: done}) {
 		return
 	}
 	select {
@@ -174,6 +184,6 @@ func (k *keeper) park() {
 func (s *Supervisor) Prime(ctx context.Context) {
 	s.Start(ctx)
 	for _, k := range s.list() {
-		k.park()
+		k.park("manifest learnt at start; starts on its first command")
 	}
 }

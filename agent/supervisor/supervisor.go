@@ -191,6 +191,12 @@ type Request struct {
 	// it ends (the submitter may have queued it for part of Timeout); when zero the
 	// deadline is Timeout from the start of Execute.
 	Timeout time.Duration
+	// ParkAfter asks that a plugin found idle be left idle: once the command is done
+	// its child is stopped again at once (when the plugin has an idle stop and nothing
+	// else holds the child), as Prime does. The agent's own reads, such as the
+	// registration's tags, use it so that they do not keep a child running for an idle
+	// period no command asked for.
+	ParkAfter bool
 }
 
 func (s *Supervisor) keeper(name string) (*keeper, error) {

@@ -24,30 +24,31 @@ import (
 	"github.com/yuzugo/yuzu/sdk/semver"
 )
 
-// A bundle is a gzip'd tar of three or more regular files: ManifestName, a JSON
+// A bundle is a gzip'd tar of three or more regular files: IndexName, a JSON
 // document naming the release (format, version, system, architecture) and each file
-// with its size and SHA-256; SignatureName, minisign signatures of the manifest's
-// bytes by a publisher whose file says `agent: yes`; and the files the manifest names
-// (the agent's binary). The signature covers the manifest, the manifest covers every
+// with its size and SHA-256; SignatureName, minisign signatures of the index's
+// bytes by a publisher whose file says `agent: yes`; and the files the index names
+// (the agent's binary). The signature covers the index, the index covers every
 // file: nothing in a bundle is believed before the signature is checked.
 const (
 	BundleFormat  = "yuzu-agent-bundle 1"
-	ManifestName  = "bundle.json"
+	IndexName     = "bundle.json"
 	SignatureName = "bundle.json.minisig"
 	// MaxBundleBytes bounds a download and what a bundle unpacks to.
 	MaxBundleBytes = 256 << 20
 	// maxEntries bounds a bundle's files.
 	maxEntries = 16
-	// maxManifestBytes bounds the manifest and the signature.
-	maxManifestBytes = 64 << 10
+	// maxIndexBytes bounds the index and the signature.
+	maxIndexBytes = 64 << 10
 )
 
 // FloorName is the agent's own entry in the version floors (trust.Floors): no plugin
 // can have this name (a hyphen is not in the plugin-name rule).
 const FloorName = "yuzu-agent"
 
-// Manifest is a bundle's bundle.json.
-type Manifest struct {
+// Index is a bundle's bundle.json: what the bundle holds, which the signature covers (a
+// plugin's self-description is a host.Manifest, another thing).
+type Index struct {
 	Format  string `json:"format"`
 	Version string `json:"version"`
 	OS      string `json:"os"`
@@ -72,13 +73,13 @@ func AgentFile(goos string) string {
 	return "yuzu-agent"
 }
 
-// Bundle is a bundle read from its file and checked: its manifest, signature and
+// Bundle is a bundle read from its file and checked: its index, signature and
 // files. Files holds every file's bytes.
 type Bundle struct {
-	Manifest Manifest
-	Raw      []byte // the manifest's bytes, as signed
-	Sig      []byte
-	Files    map[string][]byte
+	Index Index
+	Raw   []byte // the index's bytes, as signed
+	Sig   []byte
+	Files map[string][]byte
 }
 
 // ErrNotBundle means the payload is not a bundle at all: a bare binary (another
@@ -113,8 +114,8 @@ func ReadBundle(r io.Reader) (*Bundle, error) {
 			return nil, fmt.Errorf("the bundle holds %s twice", h.Name)
 		}
 		limit := int64(MaxBundleBytes) - total
-		if h.Name == ManifestName || h.Name == SignatureName {
-			limit = maxManifestBytes
+		if h.Name == IndexName || h.Name == SignatureName {
+			limit = maxIndexBytes
 		}
 		if h.Size > limit {
 			return nil, fmt.Errorf("%s in the bundle is too large (%d bytes)", h.Name, h.Size)
@@ -128,7 +129,7 @@ func ReadBundle(r io.Reader) (*Bundle, error) {
 		}
 		total += h.Size
 		switch h.Name {
-		case ManifestName:
+		case IndexName:
 			b.Raw = data
 		case SignatureName:
 			b.Sig = data
@@ -137,13 +138,13 @@ func ReadBundle(r io.Reader) (*Bundle, error) {
 		}
 	}
 	if b.Raw == nil {
-		return nil, fmt.Errorf("%w: no %s", ErrNotBundle, ManifestName)
+		return nil, fmt.Errorf("%w: no %s", ErrNotBundle, IndexName)
 	}
-	if err := json.Unmarshal(b.Raw, &b.Manifest); err != nil {
-		return nil, fmt.Errorf("%s: %w", ManifestName, err)
+	if err := json.Unmarshal(b.Raw, &b.Index); err != nil {
+		return nil, fmt.Errorf("%s: %w", IndexName, err)
 	}
-	if b.Manifest.Format != BundleFormat {
-		return nil, fmt.Errorf("%s: format %q, want %q", ManifestName, b.Manifest.Format, BundleFormat)
+	if b.Index.Format != BundleFormat {
+		return nil, fmt.Errorf("%s: format %q, want %q", IndexName, b.Index.Format, BundleFormat)
 	}
 	return b, nil
 }
@@ -163,7 +164,7 @@ func plainName(name string) bool {
 
 // Verify checks that the bundle is a release this agent may run: signed by a
 // publisher allowed to sign agent releases, for goos/goarch, of a semantic version,
-// and every file the manifest names present with its size and SHA-256 (and nothing
+// and every file the index names present with its size and SHA-256 (and nothing
 // else), the agent binary among them.
 func (b *Bundle) Verify(keys *trust.Keys, goos, goarch string) (trust.Signed, error) {
 	if len(b.Sig) == 0 {
@@ -176,7 +177,7 @@ func (b *Bundle) Verify(keys *trust.Keys, goos, goarch string) (trust.Signed, er
 	if err != nil {
 		return trust.Signed{}, fmt.Errorf("the bundle's signature: %w", err)
 	}
-	m := b.Manifest
+	m := b.Index
 	if !semver.Valid(m.Version) {
 		return signed, fmt.Errorf("the bundle's version %q is not a semantic version", m.Version)
 	}
@@ -185,7 +186,7 @@ func (b *Bundle) Verify(keys *trust.Keys, goos, goarch string) (trust.Signed, er
 	}
 	names := map[string]bool{}
 	for _, f := range m.Files {
-		if !plainName(f.Name) || f.Name == ManifestName || f.Name == SignatureName || names[f.Name] {
+		if !plainName(f.Name) || f.Name == IndexName || f.Name == SignatureName || names[f.Name] {
 			return signed, fmt.Errorf("the manifest names %q, which a bundle cannot hold", f.Name)
 		}
 		names[f.Name] = true
@@ -209,10 +210,10 @@ func (b *Bundle) Verify(keys *trust.Keys, goos, goarch string) (trust.Signed, er
 	return signed, nil
 }
 
-// NewManifest describes files (name -> bytes; exec names the programs) as release
+// NewIndex describes files (name -> bytes; exec names the programs) as release
 // version for goos/goarch, in name order.
-func NewManifest(version, goos, goarch string, files map[string][]byte, exec ...string) Manifest {
-	m := Manifest{Format: BundleFormat, Version: version, OS: goos, Arch: goarch}
+func NewIndex(version, goos, goarch string, files map[string][]byte, exec ...string) Index {
+	m := Index{Format: BundleFormat, Version: version, OS: goos, Arch: goarch}
 	names := make([]string, 0, len(files))
 	for name := range files {
 		names = append(names, name)
@@ -225,13 +226,13 @@ func NewManifest(version, goos, goarch string, files map[string][]byte, exec ...
 	return m
 }
 
-// MarshalManifest is the manifest's bytes as a bundle holds them (and a release signs).
-func MarshalManifest(m Manifest) []byte {
+// MarshalIndex is the index's bytes as a bundle holds them (and a release signs).
+func MarshalIndex(m Index) []byte {
 	b, _ := json.MarshalIndent(m, "", "  ")
 	return append(b, '\n')
 }
 
-// WriteBundle writes a bundle of the manifest's bytes raw, its signature sig, and
+// WriteBundle writes a bundle of the index's bytes raw, its signature sig, and
 // files, deterministically (fixed times and owners, names in order).
 func WriteBundle(w io.Writer, raw, sig []byte, files map[string][]byte) error {
 	gz := gzip.NewWriter(w)
@@ -243,7 +244,7 @@ func WriteBundle(w io.Writer, raw, sig []byte, files map[string][]byte) error {
 		_, err := tw.Write(data)
 		return err
 	}
-	if err := put(ManifestName, raw, 0o644); err != nil {
+	if err := put(IndexName, raw, 0o644); err != nil {
 		return err
 	}
 	if sig != nil {
@@ -284,12 +285,12 @@ func ReadBundleFile(path string) (*Bundle, error) {
 	return ReadBundle(io.LimitReader(f, MaxBundleBytes+1))
 }
 
-// ManifestOf reads only the manifest of a bundle in memory (the test server uses it to
+// IndexOf reads only the index of a bundle in memory (the test server uses it to
 // file a published build).
-func ManifestOf(bundle []byte) (Manifest, error) {
+func IndexOf(bundle []byte) (Index, error) {
 	b, err := ReadBundle(bytes.NewReader(bundle))
 	if err != nil {
-		return Manifest{}, err
+		return Index{}, err
 	}
-	return b.Manifest, nil
+	return b.Index, nil
 }

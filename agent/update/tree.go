@@ -64,7 +64,7 @@ func (t Tree) Runnable(version string) error {
 // flushed, so that after a power loss the version is there whole or not at all. A
 // version directory already there is replaced the same way.
 func (t Tree) Stage(b *Bundle) error {
-	version := b.Manifest.Version
+	version := b.Index.Version
 	var r [6]byte
 	_, _ = rand.Read(r[:])
 	tmp := filepath.Join(t.Root, ".staging-"+version+"-"+hex.EncodeToString(r[:]))
@@ -77,7 +77,7 @@ func (t Tree) Stage(b *Bundle) error {
 			_ = os.RemoveAll(tmp)
 		}
 	}()
-	for _, f := range b.Manifest.Files {
+	for _, f := range b.Index.Files {
 		mode := os.FileMode(0o644)
 		if f.Exec {
 			mode = 0o755

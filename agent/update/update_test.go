@@ -44,7 +44,7 @@ func newRelease(t *testing.T, agentLine string) release {
 func (r release) bundle(t *testing.T, version, goos, goarch string, agent []byte) []byte {
 	t.Helper()
 	files := map[string][]byte{AgentFile(goos): agent}
-	raw := MarshalManifest(NewManifest(version, goos, goarch, files, AgentFile(goos)))
+	raw := MarshalIndex(NewIndex(version, goos, goarch, files, AgentFile(goos)))
 	var buf bytes.Buffer
 	if err := WriteBundle(&buf, raw, minisign.Sign(r.priv, raw), files); err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func TestBundleVerify(t *testing.T) {
 	if _, err := b.Verify(rel.keys, "linux", "amd64"); err == nil || !strings.Contains(err.Error(), "not the file its manifest names") {
 		t.Errorf("an altered file: %v", err)
 	}
-	// The manifest altered after signing.
+	// The index altered after signing.
 	b, _ = ReadBundle(bytes.NewReader(good))
 	b.Raw = bytes.Replace(b.Raw, []byte("1.2.0"), []byte("9.2.0"), 1)
 	if _, err := b.Verify(rel.keys, "linux", "amd64"); err == nil || !strings.Contains(err.Error(), "does not match these bytes") {
@@ -104,8 +104,8 @@ func TestBundleVerify(t *testing.T) {
 			t.Errorf("%s: %v, want ErrNotBundle", name, err)
 		}
 	}
-	if m, err := ManifestOf(good); err != nil || m.Version != "1.2.0" {
-		t.Errorf("ManifestOf: %+v %v", m, err)
+	if m, err := IndexOf(good); err != nil || m.Version != "1.2.0" {
+		t.Errorf("IndexOf: %+v %v", m, err)
 	}
 }
 

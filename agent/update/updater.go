@@ -241,8 +241,8 @@ func (u *Updater) apply(ctx context.Context, client agentv1.AgentServiceClient, 
 	if err != nil {
 		return "", refused("%v", err)
 	}
-	if b.Manifest.Version != offered {
-		return "", refused("the bundle is version %s, the server offered %s", b.Manifest.Version, offered)
+	if b.Index.Version != offered {
+		return "", refused("the bundle is version %s, the server offered %s", b.Index.Version, offered)
 	}
 	if err := t.Stage(b); err != nil {
 		return "", fmt.Errorf("staging %s: %w", offered, err)

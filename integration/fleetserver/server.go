@@ -66,7 +66,6 @@ type Server struct {
 	pending   int
 	heartbeat []*agentv1.HeartbeatRequest
 	responses map[string][]*agentv1.CommandResponse
-	order     []string // command ids in order of their first response
 	terminal  map[string]chan struct{}
 	subs      map[string]*subscriber // agent id -> its open Subscribe stream
 	last      string                 // the agent that subscribed last: Send's target
@@ -348,13 +347,6 @@ func (s *Server) Responses(id string) []*agentv1.CommandResponse {
 	return append([]*agentv1.CommandResponse(nil), s.responses[id]...)
 }
 
-// ResponseIDs returns the command ids that have responses, in order of the first.
-func (s *Server) ResponseIDs() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.order...)
-}
-
 // Result is a command's answer as the server assembles it.
 type Result struct {
 	// Rows are the rows of the RUNNING messages, split at newlines, without the
@@ -437,9 +429,6 @@ func (s *Server) record(resp *agentv1.CommandResponse) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := resp.GetCommandId()
-	if _, ok := s.responses[id]; !ok {
-		s.order = append(s.order, id)
-	}
 	s.responses[id] = append(s.responses[id], resp)
 	if resp.GetStatus() != agentv1.CommandResponse_RUNNING {
 		ch := s.terminalChan(id)

@@ -52,7 +52,7 @@ func TestWindowsSelfUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := map[string][]byte{"yuzu-agent.exe": v2}
-	raw := update.MarshalManifest(update.NewManifest("1.0.0", "windows", "amd64", files, "yuzu-agent.exe"))
+	raw := update.MarshalIndex(update.NewIndex("1.0.0", "windows", "amd64", files, "yuzu-agent.exe"))
 	var bundle bytes.Buffer
 	if err := update.WriteBundle(&bundle, raw, minisign.Sign(priv, raw), files); err != nil {
 		t.Fatal(err)

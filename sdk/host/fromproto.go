@@ -39,6 +39,7 @@ func manifestFromProto(pm *pluginv1.Manifest) Manifest {
 			Columns:     columnsFromProto(a.GetColumns()),
 
 			OnlyDeclaredParams: a.GetOnlyDeclaredParams(),
+			MechanismProbe:     a.GetMechanismProbe(),
 		}
 		for _, p := range a.GetParameters() {
 			act.Params = append(act.Params, parameterFromProto(p))

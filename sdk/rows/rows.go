@@ -117,6 +117,16 @@ func writeLast(b *strings.Builder, s string) {
 	}
 }
 
+// PrintableLines is Printable for each line of s: the line breaks stay, for a
+// message of several lines shown to a person.
+func PrintableLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = Printable(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
 // ValidUTF8 returns s with every invalid UTF-8 sequence replaced by U+FFFD. Rows travel
 // in protobuf strings, which must be valid UTF-8; a file name or a line of a binary
 // file need not be, and one such byte must not cost the command its answer.

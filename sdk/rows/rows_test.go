@@ -149,6 +149,13 @@ func FuzzFormat(f *testing.F) {
 	})
 }
 
+// PrintableLines keeps the line breaks and escapes everything else in each line.
+func TestPrintableLines(t *testing.T) {
+	if got, want := PrintableLines("one\ttab\ntwo \x1b[31m\n"), `one\x09tab`+"\n"+`two \x1b[31m`+"\n"; got != want {
+		t.Errorf("PrintableLines = %q, want %q", got, want)
+	}
+}
+
 func TestPrintable(t *testing.T) {
 	cases := []struct{ in, want string }{
 		{"plain text", "plain text"},

@@ -496,7 +496,7 @@ func parseTimeout(v string) (time.Duration, error) {
 
 // Main runs the command line and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	if !underSCM() {
+	if !service.UnderSCM() {
 		return cliMain(args, stdout, stderr)
 	}
 	// Started by the Windows service control manager: nobody reads stderr, so what
@@ -506,8 +506,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	stderr, closeErr := serviceStderr()
 	defer closeErr()
 	code := cliMain(args, stdout, stderr)
-	if !scmServed {
-		if _, err := runAsService(func(string, ...any) {}, func(context.Context) int { return code }, closeErr); err != nil {
+	if !service.Served() {
+		if _, err := service.RunAsService(func(string, ...any) {}, func(context.Context) int { return code }, closeErr); err != nil {
 			fmt.Fprintln(stderr, "yuzu-agent: as a service:", rows.Printable(err.Error()))
 		}
 	}
@@ -588,7 +588,7 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 	}
 	// Started by the Windows service control manager: stderr goes nowhere, so the
 	// log goes to the machine's log file unless the configuration names one.
-	asService := pos[0] == "run" && underSCM()
+	asService := pos[0] == "run" && service.UnderSCM()
 	if asService && cfg.logFile == "" {
 		cfg.logFile = service.WindowsLogFile(agentconf.SystemDir(runtime.GOOS, os.Getenv))
 	}
@@ -650,7 +650,7 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 			break
 		}
 		// The SCM's Stop and Shutdown take the place of SIGTERM.
-		code, err = runAsService(log.Info, func(ctx context.Context) int {
+		code, err = service.RunAsService(log.Info, func(ctx context.Context) int {
 			code, err := runFleet(ctx, cfg, log, pos[1:], stderr)
 			if err != nil {
 				// A usage error has no terminal to go to: the log says it.

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/yuzugo/yuzu/agent/internal/agentconf"
+	"github.com/yuzugo/yuzu/agent/internal/diagnostics"
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
@@ -218,7 +219,7 @@ func blame(cfg config, err error) error {
 var secretSettings = map[string]bool{"enrollment-token": true}
 
 // redacted is what a secret setting prints as.
-const redacted = "<redacted>"
+const redacted = diagnostics.Redacted
 
 // shownDefaults are the defaults `config show` prints for settings left empty.
 var shownDefaults = map[string]string{

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/yuzugo/yuzu/agent/internal/diagnostics"
 )
 
 func TestDiagnosticsBundle(t *testing.T) {
@@ -59,7 +61,7 @@ func TestDiagnosticsBundle(t *testing.T) {
 		got[h.Name] = string(b)
 	}
 	for _, name := range []string{"version.txt", "config.txt", "status.txt", "plugins.txt", "log.txt", "journal.txt", "certificate.txt"} {
-		if _, ok := got[diagDir+"/"+name]; !ok {
+		if _, ok := got[diagnostics.Dir+"/"+name]; !ok {
 			t.Errorf("bundle lacks %s", name)
 		}
 	}
@@ -75,16 +77,16 @@ func TestDiagnosticsBundle(t *testing.T) {
 			t.Errorf("bundle holds %q", bad)
 		}
 	}
-	if !strings.Contains(got[diagDir+"/log.txt"], "last line token="+redacted) ||
-		!strings.Contains(got[diagDir+"/log.txt"], `status=OK values="`+redacted+`"`) || !strings.Contains(got[diagDir+"/log.txt"], `"values":"`+redacted+`"}`) {
-		t.Errorf("log.txt = %q", got[diagDir+"/log.txt"])
+	if !strings.Contains(got[diagnostics.Dir+"/log.txt"], "last line token="+redacted) ||
+		!strings.Contains(got[diagnostics.Dir+"/log.txt"], `status=OK values="`+redacted+`"`) || !strings.Contains(got[diagnostics.Dir+"/log.txt"], `"values":"`+redacted+`"}`) {
+		t.Errorf("log.txt = %q", got[diagnostics.Dir+"/log.txt"])
 	}
 	if fi, err := os.Lstat(filepath.Join(plugins, "yuzu-plugin-link")); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 		t.Log("os.Symlink made no link (Wine 8.0): the link listing is not checked")
-	} else if !strings.Contains(got[diagDir+"/plugins.txt"], "yuzu-plugin-link\tL") {
-		t.Errorf("plugins.txt does not name the link as a link:\n%s", got[diagDir+"/plugins.txt"])
+	} else if !strings.Contains(got[diagnostics.Dir+"/plugins.txt"], "yuzu-plugin-link\tL") {
+		t.Errorf("plugins.txt does not name the link as a link:\n%s", got[diagnostics.Dir+"/plugins.txt"])
 	}
-	if !strings.Contains(got[diagDir+"/status.txt"], "no running agent answers") {
-		t.Errorf("status.txt = %q", got[diagDir+"/status.txt"])
+	if !strings.Contains(got[diagnostics.Dir+"/status.txt"], "no running agent answers") {
+		t.Errorf("status.txt = %q", got[diagnostics.Dir+"/status.txt"])
 	}
 }

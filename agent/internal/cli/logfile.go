@@ -14,9 +14,11 @@ import (
 )
 
 // Logs of `run` go to stderr unless --log-file names a file: under systemd stderr is
-// the journal, which rotates itself; a Windows service and a launchd daemon have no
-// such sink, so their service definitions name a log file, which is rotated by size
-// (docs/operations.md, "Logs").
+// the journal, which rotates itself. A Windows service and a launchd daemon have no
+// such sink: a Windows service logs to service.WindowsLogFile when the configuration
+// names no log-file, and the macOS package's configuration names
+// /Library/Logs/yuzu/agent.log (the launchd plist names only a stderr file). The log
+// file is rotated by size (docs/operations.md, "Logs").
 
 // Defaults and bounds of the log file's rotation.
 const (

@@ -194,13 +194,14 @@ func runDescribe(ctx context.Context, cfg config, log hclog.Logger, args []strin
 const mechanismProbeTimeout = 30 * time.Second
 
 // mechanismAction is the action describe runs to learn which mechanism the host
-// actually uses, or "": an action `state` that declares a `backend` row and takes no
-// required parameter. The firewall plugin's state answers `backend|NAME` rows naming
-// the firewall that answered on this host (docs/firewall.md); the manifest's
-// mechanisms are only what each system's leg tries first.
+// actually uses, or "": the one the plugin declares for it (sdk.MechanismProbe), when
+// it takes no required parameter. It answers `backend|NAME` rows naming what answered
+// on this host (the firewall plugin's state: docs/firewall.md); the manifest's
+// mechanisms are only what each system's leg tries first. An action the plugin did not
+// declare for it is never run, whatever its name or rows.
 func mechanismAction(m host.Manifest) string {
 	for _, a := range m.Actions {
-		if a.Name != "state" {
+		if !a.MechanismProbe {
 			continue
 		}
 		for i := range a.Params {
@@ -208,11 +209,7 @@ func mechanismAction(m host.Manifest) string {
 				return ""
 			}
 		}
-		for _, r := range a.Rows {
-			if r.Kind == "backend" {
-				return a.Name
-			}
-		}
+		return a.Name
 	}
 	return ""
 }
@@ -272,7 +269,7 @@ func printDefinitions(stdout, stderr io.Writer, m host.Manifest) int {
 		data, err = definition.Marshal(defs)
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "yuzu-agent:", printableLines(err.Error()))
+		fmt.Fprintln(stderr, "yuzu-agent:", rows.PrintableLines(err.Error()))
 		return exitFail
 	}
 	fmt.Fprintf(stdout, "# The InstructionDefinitions plugin %s %s serves (yuzu-agent describe %s --definitions).\n", cell(m.Name), cell(m.Version), cell(m.Name))
@@ -389,7 +386,7 @@ func paramLine(p *sdk.Parameter) string {
 // rolled back.
 func addPlugins(ctx context.Context, cfg config, log hclog.Logger, files []string, stdout, stderr io.Writer) int {
 	fail := func(format string, args ...any) {
-		fmt.Fprintln(stderr, "yuzu-agent: plugins add: "+printableLines(fmt.Sprintf(format, args...)))
+		fmt.Fprintln(stderr, "yuzu-agent: plugins add: "+rows.PrintableLines(fmt.Sprintf(format, args...)))
 	}
 	if cfg.signature != "" && len(files) != 1 {
 		fail("--signature names the signature of one FILE; for several, put each beside its file as FILE.minisig")
@@ -574,22 +571,12 @@ func definitionsOf(ctx context.Context, sup *supervisor.Supervisor, name string,
 		}
 		defs, err := pluginDefinitions(ctx, sup, n)
 		if err != nil {
-			fmt.Fprintln(stderr, "yuzu-agent: plugins add: warning: definition ids not checked against plugin "+rows.Printable(n)+": "+printableLines(err.Error()))
+			fmt.Fprintln(stderr, "yuzu-agent: plugins add: warning: definition ids not checked against plugin "+rows.Printable(n)+": "+rows.PrintableLines(err.Error()))
 			continue
 		}
 		others[n] = defs
 	}
 	return others
-}
-
-// printableLines escapes each line of a message that may quote plugin-supplied text,
-// keeping the line breaks the agent put there itself.
-func printableLines(msg string) string {
-	lines := strings.Split(msg, "\n")
-	for i, l := range lines {
-		lines[i] = rows.Printable(l)
-	}
-	return strings.Join(lines, "\n")
 }
 
 // workflowsOwner names the agent's own workflow definitions among the owners of ids.

@@ -36,8 +36,9 @@ func TestShippingRules(t *testing.T) {
 	}
 }
 
-// TestMechanismAction: describe runs only a parameterless (or optional-parameter)
-// `state` action that declares a `backend` row.
+// TestMechanismAction: describe runs only the action a plugin declares as its
+// mechanism probe (sdk.MechanismProbe), and only when it takes no required parameter;
+// a `state` action with a `backend` row that does not declare it is not run.
 func TestMechanismAction(t *testing.T) {
 	backend := []sdk.RowKind{{Kind: "backend"}}
 	for _, c := range []struct {
@@ -45,11 +46,11 @@ func TestMechanismAction(t *testing.T) {
 		actions []sdk.Action
 		want    string
 	}{
-		{"firewall-like", []sdk.Action{{Name: "rules", Rows: backend}, {Name: "state", Rows: backend}}, "state"},
-		{"no backend row", []sdk.Action{{Name: "state", Rows: []sdk.RowKind{{Kind: "state"}}}}, ""},
-		{"another name", []sdk.Action{{Name: "status", Rows: backend}}, ""},
-		{"required parameter", []sdk.Action{{Name: "state", Rows: backend, Params: []sdk.Parameter{{Name: "zone", Required: true}}}}, ""},
-		{"optional parameter", []sdk.Action{{Name: "state", Rows: backend, Params: []sdk.Parameter{{Name: "zone"}}}}, "state"},
+		{"firewall", []sdk.Action{{Name: "rules", Rows: backend}, {Name: "state", Rows: backend, MechanismProbe: true}}, "state"},
+		{"state not declared", []sdk.Action{{Name: "rules", Rows: backend}, {Name: "state", Rows: backend}}, ""},
+		{"another name declared", []sdk.Action{{Name: "state", Rows: backend}, {Name: "probe", Rows: backend, MechanismProbe: true}}, "probe"},
+		{"required parameter", []sdk.Action{{Name: "state", Rows: backend, MechanismProbe: true, Params: []sdk.Parameter{{Name: "zone", Required: true}}}}, ""},
+		{"optional parameter", []sdk.Action{{Name: "state", Rows: backend, MechanismProbe: true, Params: []sdk.Parameter{{Name: "zone"}}}}, "state"},
 	} {
 		if got := mechanismAction(host.Manifest{Actions: c.actions}); got != c.want {
 			t.Errorf("%s: got %q, want %q", c.name, got, c.want)

@@ -12,13 +12,14 @@ import (
 
 	"golang.org/x/sys/windows"
 
+	"github.com/yuzugo/yuzu/agent/internal/service"
 	"github.com/yuzugo/yuzu/agent/update"
 )
 
 // windowsUpdate sets what a Windows agent needs to update itself: a service manager
-// to start it again, and the watchdog (updatewatch.go) started after the switch.
+// to start it again, and the watchdog (service.WatchTrial) started after the switch.
 func windowsUpdate(cfg config, c *update.Config) {
-	if !underSCM() {
+	if !service.UnderSCM() {
 		if c.Cannot == "" {
 			c.Cannot = "not running as the Windows service: nothing would start the new version"
 		}
@@ -49,13 +50,13 @@ func runWatch(cfg config, root string, _ io.Writer) (int, error) {
 		out = f
 	}
 	fmt.Fprintf(out, "update watch: started %s\n", time.Now().UTC().Format(time.RFC3339))
-	m, err := connectSCM()
+	m, err := service.ConnectSCM()
 	if err != nil {
 		fmt.Fprintln(out, "update watch: the service control manager:", err)
 		return exitFail, nil
 	}
 	t := update.Tree{Root: root, GOOS: "windows"}
-	err = watchTrial(context.Background(), m, t, statePath(cfg), time.Second, out)
+	err = service.WatchTrial(context.Background(), m, t, statePath(cfg), time.Second, out)
 	_ = m.Close() // before the last line: whoever waits for it may delete the service
 	if err != nil {
 		fmt.Fprintln(out, "update watch:", err)

@@ -28,7 +28,7 @@ var serviceTool = func(ctx context.Context, argv ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out := printableLines(strings.TrimSpace(string(res.Output)))
+	out := rows.PrintableLines(strings.TrimSpace(string(res.Output)))
 	if !res.Complete() || res.ExitCode != 0 {
 		return out, fmt.Errorf("%s: %s (exit %d)", argv[0], res.Reason, res.ExitCode)
 	}
@@ -46,7 +46,7 @@ func runService(ctx context.Context, cfg config, log hclog.Logger, args []string
 		return 0, usagef("service takes one of install, uninstall, status")
 	}
 	fail := func(err error) (int, error) {
-		fmt.Fprintln(stderr, "yuzu-agent: service:", printableLines(err.Error()))
+		fmt.Fprintln(stderr, "yuzu-agent: service:", rows.PrintableLines(err.Error()))
 		return exitFail, nil
 	}
 	if args[0] == "install" {
@@ -59,12 +59,12 @@ func runService(ctx context.Context, cfg config, log hclog.Logger, args []string
 		if err != nil {
 			return fail(err)
 		}
-		m, err := connectSCM()
+		m, err := service.ConnectSCM()
 		if err != nil {
 			return fail(fmt.Errorf("the service control manager: %w", err))
 		}
 		defer m.Close()
-		return windowsService(ctx, m, args[0], exe, serviceConfigPath(cfg), stdout, stderr), nil
+		return service.Manage(ctx, m, args[0], exe, serviceConfigPath(cfg), stdout, stderr), nil
 	}
 	path, ok := serviceDefinitionPath[runtime.GOOS]
 	if !ok {

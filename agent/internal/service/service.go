@@ -1,7 +1,10 @@
-// Package service writes the definitions that run `yuzu-agent run` as the machine's
-// service: a systemd unit, a launchd daemon plist and the Windows service's settings.
-// Installing them is the command line's (agent/internal/cli, `yuzu-agent service`);
-// what each directive is for is in docs/operations.md, "Running as a service".
+// Package service runs the agent as the machine's service: it writes the definitions
+// that run `yuzu-agent run` (a systemd unit, a launchd daemon plist, the Windows
+// service's settings) and holds the Windows service control manager's side: install,
+// uninstall and status through the SCM (scm.go), the agent as the SCM's service, and
+// the watchdog of a self-update's trial (trialwatch.go). The command line
+// (agent/internal/cli, `yuzu-agent service`) parses and calls it; what each directive
+// is for is in docs/operations.md, "Running as a service".
 package service
 
 import (
@@ -110,12 +113,11 @@ WantedBy=multi-user.target
 	return b.String(), nil
 }
 
-// LaunchdLogFile is where the agent logs under launchd (rotated by size by the agent,
-// docs/operations.md "Logs"); StandardErrorPath gets only what bypasses the logger.
-const (
-	LaunchdLogFile    = "/Library/Logs/yuzu/agent.log"
-	LaunchdStderrFile = "/Library/Logs/yuzu/stderr.log"
-)
+// LaunchdStderrFile is the plist's StandardErrorPath: it gets only what bypasses the
+// logger. The plist names no log file: the agent logs to the configuration's
+// log-file, which the macOS package's agent.yaml sets to /Library/Logs/yuzu/agent.log
+// (rotated by size by the agent, docs/operations.md "Logs").
+const LaunchdStderrFile = "/Library/Logs/yuzu/stderr.log"
 
 // LaunchdPlist is the daemon's property list: run at load, started again when it
 // exits with a failure, given a minute to stop.

@@ -122,7 +122,7 @@ func serveTest(t *testing.T) (*testServer, string, *journal.Journal) {
 
 func TestSessionRunAndStop(t *testing.T) {
 	ts, addr, j := serveTest(t)
-	s := New(Options{Server: addr, Plugins: blockingPlugins{}, Journal: j, DataDir: t.TempDir(), StopWait: 5 * time.Second})
+	s := New(Options{Server: addr, Plugins: blockingPlugins{}, Journal: j, StopWait: 5 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
@@ -207,7 +207,7 @@ func (stuckPlugins) Describe(context.Context, string) (host.Manifest, error) {
 func TestSessionAnswersAStuckCommand(t *testing.T) {
 	ts, addr, j := serveTest(t)
 	p := stuckPlugins{release: make(chan struct{}), late: make(chan error, 1)}
-	s := New(Options{Server: addr, Plugins: p, Journal: j, DataDir: t.TempDir(),
+	s := New(Options{Server: addr, Plugins: p, Journal: j,
 		Timeout: 100 * time.Millisecond, AnswerGrace: 200 * time.Millisecond, StopWait: time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -278,7 +278,7 @@ func (progressPlugins) Execute(_ context.Context, req supervisor.Request, onRows
 // its timing and terminal answer and never after.
 func TestSessionRelaysProgress(t *testing.T) {
 	ts, addr, j := serveTest(t)
-	s := New(Options{Server: addr, Plugins: progressPlugins{}, Journal: j, DataDir: t.TempDir(), StopWait: 5 * time.Second})
+	s := New(Options{Server: addr, Plugins: progressPlugins{}, Journal: j, StopWait: 5 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()

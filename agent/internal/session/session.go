@@ -109,8 +109,6 @@ type Options struct {
 
 	AgentID      string
 	AgentVersion string
-	// DataDir holds tags.json.
-	DataDir string
 
 	Plugins Plugins
 	Journal *journal.Journal
@@ -207,6 +205,7 @@ type Session struct {
 	paramBytes  int // parameter bytes of the commands in flight
 	stopping    bool
 	manifests   map[string]host.Manifest // last known, for Register
+	tagsWhy     string                   // why the last registration went without tags; "" if it had them
 	executedCnt atomic.Int64
 	// The connection and session the command stream runs on now (nil, "" between
 	// connections), for the agent's own actions that call the server.
@@ -786,15 +785,12 @@ func printableASCII(s string) bool {
 	return true
 }
 
-// agentInfo describes the agent; tags.json is read afresh for every registration, so
-// a tag set since the last one reaches the server on the next (re)connect.
+// agentInfo describes the agent; the tags are asked of the tags plugin afresh for
+// every registration (tags.go), so a tag set since the last one reaches the server on
+// the next (re)connect.
 func (s *Session) agentInfo(ctx context.Context) *agentv1.AgentInfo {
 	p := sysinfo.Current()
-	tags, err := ReadTags(s.o.DataDir)
-	if err != nil {
-		s.log.Warn("registering without tags", "error", rows.Printable(err.Error()))
-		tags = nil
-	}
+	tags := s.deviceTags(ctx)
 	return &agentv1.AgentInfo{
 		AgentId:      s.o.AgentID,
 		Hostname:     sysinfo.Hostname(),

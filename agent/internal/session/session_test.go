@@ -3,8 +3,6 @@ package session
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,97 +16,6 @@ import (
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/host"
 )
-
-func TestParseTags(t *testing.T) {
-	cases := []struct {
-		name string
-		in   string
-		want map[string]string
-		err  string
-	}{
-		{"plugin's format", "{\n  \"env\": \"prod\",\n  \"role\": \"web\"\n}", map[string]string{"env": "prod", "role": "web"}, ""},
-		{"escapes decoded", `{"q": "say \"hi\"", "p": "C:\\dir\\", "u": "caf\u00e9", "nl": "a\nb"}`,
-			map[string]string{"q": `say "hi"`, "p": `C:\dir\`, "u": "café", "nl": "a\nb"}, ""},
-		{"empty object", "{}", map[string]string{}, ""},
-		{"leading space", " \n{\"a\":\"b\"}", map[string]string{"a": "b"}, ""},
-		{"number value", `{"a": 1}`, nil, "not an object of strings"},
-		{"nested", `{"a": {"b": "c"}}`, nil, "not an object of strings"},
-		{"array", `["a"]`, nil, "not a JSON object"},
-		{"null", `null`, nil, "not a JSON object"},
-		{"empty", ``, nil, "not a JSON object"},
-		{"trailing data", `{"a":"b"} {"c":"d"}`, nil, "data after"},
-		{"truncated", `{"a":"b"`, nil, "not an object of strings"},
-		{"invalid UTF-8", "{\"a\":\"\xff\"}", nil, "not valid UTF-8"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := parseTags([]byte(c.in))
-			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("parseTags(%q) = %v, %v; want an error mentioning %q", c.in, got, err, c.err)
-				}
-				return
-			}
-			if err != nil || len(got) != len(c.want) {
-				t.Fatalf("parseTags(%q) = %v, %v; want %v", c.in, got, err, c.want)
-			}
-			for k, v := range c.want {
-				if got[k] != v {
-					t.Errorf("%q = %q, want %q", k, got[k], v)
-				}
-			}
-		})
-	}
-}
-
-func FuzzParseTags(f *testing.F) {
-	for _, s := range []string{`{"a":"b"}`, `{}`, `{"a":1}`, `{"\u0000":"\\"}`, ` {"x":"y"} `, `[`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		tags, err := parseTags(data)
-		if err == nil && tags == nil {
-			t.Fatal("no error and no map")
-		}
-	})
-}
-
-func TestReadTagsFiles(t *testing.T) {
-	dir := t.TempDir()
-	if tags, err := ReadTags(dir); err != nil || len(tags) != 0 {
-		t.Errorf("missing tags.json: %v, %v; want no tags and no error", tags, err)
-	}
-	path := filepath.Join(dir, "tags.json")
-	if err := os.WriteFile(path, []byte(`{"env":"prod"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if tags, err := ReadTags(dir); err != nil || tags["env"] != "prod" {
-		t.Errorf("ReadTags = %v, %v", tags, err)
-	}
-	if err := os.WriteFile(path, make([]byte, maxTagsBytes+1), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ReadTags(dir); err == nil || !strings.Contains(err.Error(), "limit") {
-		t.Errorf("oversized tags.json: %v, want a refusal", err)
-	}
-	other := filepath.Join(t.TempDir(), "elsewhere.json")
-	if err := os.WriteFile(other, []byte(`{"secret":"x"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(other, path); err != nil {
-		t.Skip("no symbolic links here:", err)
-	}
-	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
-		// Wine 8.0's CreateSymbolicLink reports success and makes nothing.
-		t.Skip("os.Symlink reported success but made no link (Wine 8.0 does that):", err)
-	}
-	if tags, err := ReadTags(dir); err == nil {
-		t.Errorf("a symlinked tags.json was followed: %v", tags)
-	}
-}
 
 func TestBackoff(t *testing.T) {
 	top := func(k int64) int64 { return k - 1 } // the largest value rnd may return

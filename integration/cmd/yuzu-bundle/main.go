@@ -7,7 +7,7 @@
 // keygen writes DIR/release.key (a minisign secret key, not encrypted: keep it
 // offline, or use minisign -G for an encrypted one) and DIR/release.pub, a publisher
 // file for the agents' publishers dir that may sign agent releases and no plugin
-// (`agent: yes`, `plugins:`). make writes the bundle: the manifest (version, system,
+// (`agent: yes`, `plugins:`). make writes the bundle: the index, bundle.json (version, system,
 // architecture, the binary's size and SHA-256), its minisign signature, and the
 // binary.
 package main
@@ -112,7 +112,7 @@ func makeBundle(args []string) error {
 	}
 	name := update.AgentFile(*goos)
 	files := map[string][]byte{name: binary}
-	raw := update.MarshalManifest(update.NewManifest(*version, *goos, *goarch, files, name))
+	raw := update.MarshalIndex(update.NewIndex(*version, *goos, *goarch, files, name))
 	var buf bytes.Buffer
 	if err := update.WriteBundle(&buf, raw, minisign.Sign(priv, raw), files); err != nil {
 		return err

@@ -491,7 +491,7 @@ func (c *console) publishAgent(args []string) {
 		c.printf("yuzu-testserver: %s\n", rows.Printable(err.Error()))
 		return
 	}
-	m, err := update.ManifestOf(payload)
+	m, err := update.IndexOf(payload)
 	if err != nil {
 		c.printf("yuzu-testserver: %s: %s\n", rows.Printable(args[0]), rows.Printable(err.Error()))
 		return

@@ -590,8 +590,13 @@ type Action struct {
 	Columns []*Column `protobuf:"bytes,8,rep,name=columns,proto3" json:"columns,omitempty"`
 	// The action refuses any parameter it does not declare (sdk.OnlyDeclaredParams).
 	OnlyDeclaredParams bool `protobuf:"varint,9,opt,name=only_declared_params,json=onlyDeclaredParams,proto3" json:"only_declared_params,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The action names the mechanism that answers on this host in `backend|<name>`
+	// rows and takes no required parameter: `yuzu-agent describe` runs it, and no
+	// other, to say which mechanism the host uses (sdk.MechanismProbe). At most one
+	// action of a plugin sets it.
+	MechanismProbe bool `protobuf:"varint,10,opt,name=mechanism_probe,json=mechanismProbe,proto3" json:"mechanism_probe,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Action) Reset() {
@@ -683,6 +688,13 @@ func (x *Action) GetColumns() []*Column {
 func (x *Action) GetOnlyDeclaredParams() bool {
 	if x != nil {
 		return x.OnlyDeclaredParams
+	}
+	return false
+}
+
+func (x *Action) GetMechanismProbe() bool {
+	if x != nil {
+		return x.MechanismProbe
 	}
 	return false
 }
@@ -1529,7 +1541,7 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x06vendor\x18\b \x01(\tR\x06vendorJ\x04\b\x06\x10\aR\fcapabilities\">\n" +
 	"\x0eDefinitionFile\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
-	"\acontent\x18\x02 \x01(\fR\acontent\"\x97\x03\n" +
+	"\acontent\x18\x02 \x01(\fR\acontent\"\xc0\x03\n" +
 	"\x06Action\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12+\n" +
@@ -1541,7 +1553,9 @@ const file_yuzu_plugin_v1_plugin_proto_rawDesc = "" +
 	"parameters\x12+\n" +
 	"\x04rows\x18\a \x03(\v2\x17.yuzu.plugin.v1.RowKindR\x04rows\x120\n" +
 	"\acolumns\x18\b \x03(\v2\x16.yuzu.plugin.v1.ColumnR\acolumns\x120\n" +
-	"\x14only_declared_params\x18\t \x01(\bR\x12onlyDeclaredParams\"\xfe\x04\n" +
+	"\x14only_declared_params\x18\t \x01(\bR\x12onlyDeclaredParams\x12'\n" +
+	"\x0fmechanism_probe\x18\n" +
+	" \x01(\bR\x0emechanismProbe\"\xfe\x04\n" +
 	"\tParameter\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12-\n" +
 	"\x04type\x18\x02 \x01(\x0e2\x19.yuzu.plugin.v1.ValueTypeR\x04type\x12\x1a\n" +

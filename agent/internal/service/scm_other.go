@@ -1,6 +1,6 @@
 //go:build !windows
 
-package cli
+package service
 
 import (
 	"context"
@@ -9,12 +9,12 @@ import (
 
 // Only Windows has a service control manager; these keep the shared code building.
 
-func connectSCM() (scmManager, error) {
+func ConnectSCM() (SCMManager, error) {
 	return nil, errors.New("the service control manager is Windows'")
 }
 
-func underSCM() bool { return false }
+func UnderSCM() bool { return false }
 
-func runAsService(func(string, ...any), func(context.Context) int, func()) (int, error) {
+func RunAsService(func(string, ...any), func(context.Context) int, func()) (int, error) {
 	return exitFail, errors.New("the service control manager is Windows'")
 }

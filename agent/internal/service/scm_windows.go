@@ -1,4 +1,4 @@
-package cli
+package service
 
 import (
 	"context"
@@ -14,15 +14,13 @@ import (
 	"golang.org/x/sys/windows"
 	"golang.org/x/sys/windows/svc"
 	"golang.org/x/sys/windows/svc/mgr"
-
-	"github.com/yuzugo/yuzu/agent/internal/service"
 )
 
-// The Windows service control manager behind winservice.go's interfaces.
+// The Windows service control manager behind scm.go's interfaces.
 
-// connectSCM opens the SCM of this machine (install and uninstall need an
+// ConnectSCM opens the SCM of this machine (install and uninstall need an
 // administrator).
-func connectSCM() (scmManager, error) {
+func ConnectSCM() (SCMManager, error) {
 	m, err := mgr.Connect()
 	if err != nil {
 		return nil, err
@@ -32,7 +30,7 @@ func connectSCM() (scmManager, error) {
 
 type winManager struct{ m *mgr.Mgr }
 
-func (w winManager) Create(name, displayName, description, exe string, args []string) (scmService, error) {
+func (w winManager) Create(name, displayName, description, exe string, args []string) (SCMService, error) {
 	s, err := w.m.CreateService(name, exe, mgr.Config{
 		StartType:    mgr.StartAutomatic,
 		ErrorControl: mgr.ErrorNormal,
@@ -45,10 +43,10 @@ func (w winManager) Create(name, displayName, description, exe string, args []st
 	return winService{s}, nil
 }
 
-func (w winManager) Open(name string) (scmService, error) {
+func (w winManager) Open(name string) (SCMService, error) {
 	s, err := w.m.OpenService(name)
 	if errors.Is(err, windows.ERROR_SERVICE_DOES_NOT_EXIST) {
-		return nil, errServiceNotInstalled
+		return nil, ErrNotInstalled
 	}
 	if err != nil {
 		return nil, err
@@ -67,7 +65,7 @@ func (w winService) SetRecovery(delays []time.Duration, reset time.Duration) err
 	}
 	unsupported := func(err error) error {
 		if errors.Is(err, windows.ERROR_INVALID_LEVEL) || errors.Is(err, windows.ERROR_CALL_NOT_IMPLEMENTED) {
-			return errRecoveryUnsupported
+			return ErrRecoveryUnsupported
 		}
 		return err
 	}
@@ -85,7 +83,7 @@ func (w winService) SetRecovery(delays []time.Duration, reset time.Duration) err
 func (w winService) Recovery() ([]time.Duration, error) {
 	actions, err := w.s.RecoveryActions()
 	if errors.Is(err, windows.ERROR_INVALID_LEVEL) {
-		return nil, errRecoveryUnsupported
+		return nil, ErrRecoveryUnsupported
 	}
 	if err != nil {
 		return nil, err
@@ -106,24 +104,24 @@ func (w winService) Stop() error {
 	return err
 }
 
-func (w winService) Query() (scmStatus, error) {
+func (w winService) Query() (SCMStatus, error) {
 	st, err := w.s.Query()
 	if err != nil {
-		return scmStatus{}, err
+		return SCMStatus{}, err
 	}
-	out := scmStatus{State: scmOther, PID: st.ProcessId, ExitCode: st.Win32ExitCode}
+	out := SCMStatus{State: SCMOther, PID: st.ProcessId, ExitCode: st.Win32ExitCode}
 	if st.Win32ExitCode == uint32(windows.ERROR_SERVICE_SPECIFIC_ERROR) {
 		out.ExitCode = st.ServiceSpecificExitCode
 	}
 	switch st.State {
 	case svc.Stopped:
-		out.State = scmStopped
+		out.State = SCMStopped
 	case svc.StartPending:
-		out.State = scmStartPending
+		out.State = SCMStartPending
 	case svc.StopPending:
-		out.State = scmStopPending
+		out.State = SCMStopPending
 	case svc.Running:
-		out.State = scmRunning
+		out.State = SCMRunning
 	}
 	return out, nil
 }
@@ -131,33 +129,33 @@ func (w winService) Query() (scmStatus, error) {
 // Config reads the basic configuration only (QueryServiceConfig): mgr's Config also
 // asks for the description, SID type and delayed start, and Wine answers the last
 // ones with ERROR_INVALID_LEVEL, which would make status fail there.
-func (w winService) Config() (scmConfig, error) {
+func (w winService) Config() (SCMConfig, error) {
 	var needed uint32
 	err := windows.QueryServiceConfig(w.s.Handle, nil, 0, &needed)
 	if !errors.Is(err, windows.ERROR_INSUFFICIENT_BUFFER) {
 		if err == nil {
 			err = errors.New("QueryServiceConfig asked for no buffer")
 		}
-		return scmConfig{}, err
+		return SCMConfig{}, err
 	}
 	// A uint64 slice keeps the buffer aligned for the structure it holds.
 	buf := make([]uint64, (needed+7)/8)
 	c := (*windows.QUERY_SERVICE_CONFIG)(unsafe.Pointer(&buf[0]))
 	if err := windows.QueryServiceConfig(w.s.Handle, c, uint32(len(buf)*8), &needed); err != nil {
-		return scmConfig{}, err
+		return SCMConfig{}, err
 	}
-	return scmConfig{CommandLine: windows.UTF16PtrToString(c.BinaryPathName), Automatic: c.StartType == mgr.StartAutomatic}, nil
+	return SCMConfig{CommandLine: windows.UTF16PtrToString(c.BinaryPathName), Automatic: c.StartType == mgr.StartAutomatic}, nil
 }
 
 func (w winService) Delete() error { return w.s.Delete() }
 func (w winService) Close() error  { return w.s.Close() }
 
-// underSCM reports whether the service control manager started this process.
+// UnderSCM reports whether the service control manager started this process.
 // svc.IsWindowsService asks that the parent be services.exe in session 0; Wine runs
 // every process, services.exe too, in session 1, so the parent's image is also
 // checked by its full path: the system's own services.exe, which only an
 // administrator can replace, is the SCM wherever it runs.
-var underSCM = sync.OnceValue(func() bool {
+var UnderSCM = sync.OnceValue(func() bool {
 	if is, err := svc.IsWindowsService(); err == nil && is {
 		return true
 	}
@@ -187,20 +185,20 @@ func parentIsSCM() bool {
 	return strings.EqualFold(windows.UTF16ToString(buf[:n]), filepath.Join(sys, "services.exe"))
 }
 
-// runAsService runs `run` as the SCM's service: svc.Run hands the SCM's controls
+// RunAsService runs `run` as the SCM's service: svc.Run hands the SCM's controls
 // to serveControls, which cancels run's context on Stop or Shutdown and reports
 // STOP_PENDING until run has returned; then finish runs (the log is closed), svc.Run
 // reports STOPPED with run's exit code, and the process exits at once. Whoever waits
 // for STOPPED (an uninstall about to delete the binary) must find the process gone,
 // not still unwinding. log records what the SCM asked.
-func runAsService(log func(msg string, args ...any), run func(context.Context) int, finish func()) (int, error) {
-	scmServed = true
+func RunAsService(log func(msg string, args ...any), run func(context.Context) int, finish func()) (int, error) {
+	served = true
 	h := &scmHandler{log: log, run: func(ctx context.Context) int {
 		code := run(ctx)
 		finish()
 		return code
 	}}
-	if err := svc.Run(service.Name, h); err != nil {
+	if err := svc.Run(Name, h); err != nil {
 		return exitFail, err
 	}
 	os.Exit(h.code)
@@ -243,11 +241,11 @@ func (h *scmHandler) Execute(_ []string, r <-chan svc.ChangeRequest, s chan<- sv
 	report := func(rep scmReport) {
 		st := svc.Status{CheckPoint: rep.CheckPoint, WaitHint: uint32(rep.WaitHint / time.Millisecond)}
 		switch rep.State {
-		case scmStartPending:
+		case SCMStartPending:
 			st.State = svc.StartPending
-		case scmRunning:
+		case SCMRunning:
 			st.State = svc.Running
-		case scmStopPending:
+		case SCMStopPending:
 			st.State = svc.StopPending
 		default:
 			st.State = svc.Stopped

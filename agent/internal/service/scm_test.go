@@ -1,4 +1,4 @@
-package cli
+package service
 
 import (
 	"bytes"
@@ -7,8 +7,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/yuzugo/yuzu/agent/internal/service"
 )
 
 // fakeSCM is a service control manager in memory: one service at most, which goes
@@ -21,24 +19,24 @@ type fakeSCM struct {
 	args      []string
 	recovery  []time.Duration
 	reset     time.Duration
-	state     scmState
-	noRecover bool // SetRecovery answers errRecoveryUnsupported
+	state     SCMState
+	noRecover bool // SetRecovery answers ErrRecoveryUnsupported
 	calls     []string
 }
 
-func (f *fakeSCM) Create(name, _, _, exe string, args []string) (scmService, error) {
+func (f *fakeSCM) Create(name, _, _, exe string, args []string) (SCMService, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "create")
-	f.installed, f.name, f.exe, f.args, f.state = true, name, exe, args, scmStopped
+	f.installed, f.name, f.exe, f.args, f.state = true, name, exe, args, SCMStopped
 	return fakeService{f}, nil
 }
 
-func (f *fakeSCM) Open(name string) (scmService, error) {
+func (f *fakeSCM) Open(name string) (SCMService, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.installed || name != f.name {
-		return nil, errServiceNotInstalled
+		return nil, ErrNotInstalled
 	}
 	return fakeService{f}, nil
 }
@@ -51,7 +49,7 @@ func (s fakeService) SetRecovery(d []time.Duration, reset time.Duration) error {
 	s.f.mu.Lock()
 	defer s.f.mu.Unlock()
 	if s.f.noRecover {
-		return errRecoveryUnsupported
+		return ErrRecoveryUnsupported
 	}
 	s.f.calls = append(s.f.calls, "recovery")
 	s.f.recovery, s.f.reset = d, reset
@@ -64,7 +62,7 @@ func (s fakeService) Start() error {
 	s.f.mu.Lock()
 	defer s.f.mu.Unlock()
 	s.f.calls = append(s.f.calls, "start")
-	s.f.state = scmStartPending
+	s.f.state = SCMStartPending
 	return nil
 }
 
@@ -72,27 +70,27 @@ func (s fakeService) Stop() error {
 	s.f.mu.Lock()
 	defer s.f.mu.Unlock()
 	s.f.calls = append(s.f.calls, "stop")
-	s.f.state = scmStopPending
+	s.f.state = SCMStopPending
 	return nil
 }
 
-func (s fakeService) Query() (scmStatus, error) {
+func (s fakeService) Query() (SCMStatus, error) {
 	s.f.mu.Lock()
 	defer s.f.mu.Unlock()
-	st := scmStatus{State: s.f.state}
+	st := SCMStatus{State: s.f.state}
 	switch s.f.state {
-	case scmStartPending:
-		s.f.state = scmRunning
-	case scmStopPending:
-		s.f.state = scmStopped
-	case scmRunning:
+	case SCMStartPending:
+		s.f.state = SCMRunning
+	case SCMStopPending:
+		s.f.state = SCMStopped
+	case SCMRunning:
 		st.PID = 42
 	}
 	return st, nil
 }
 
-func (s fakeService) Config() (scmConfig, error) {
-	return scmConfig{CommandLine: quoteArgs(append([]string{s.f.exe}, s.f.args...)), Automatic: true}, nil
+func (s fakeService) Config() (SCMConfig, error) {
+	return SCMConfig{CommandLine: quoteArgs(append([]string{s.f.exe}, s.f.args...)), Automatic: true}, nil
 }
 
 func (s fakeService) Delete() error {
@@ -113,7 +111,7 @@ func TestWindowsServiceInstallStatusUninstall(t *testing.T) {
 	exe, conf := `C:\Program Files\yuzu\yuzu-agent.exe`, `C:\ProgramData\yuzu\agent.yaml`
 	do := func(action string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
-		code := windowsService(context.Background(), f, action, exe, conf, &stdout, &stderr)
+		code := Manage(context.Background(), f, action, exe, conf, &stdout, &stderr)
 		return code, stdout.String(), stderr.String()
 	}
 	if code, out, _ := do("status"); code != exitFail || !strings.Contains(out, "not installed") {
@@ -123,10 +121,10 @@ func TestWindowsServiceInstallStatusUninstall(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("install: %d %q %q", code, out, errOut)
 	}
-	if f.name != service.Name || f.exe != exe || strings.Join(f.args, "|") != "--config|"+conf+"|run" {
+	if f.name != Name || f.exe != exe || strings.Join(f.args, "|") != "--config|"+conf+"|run" {
 		t.Errorf("registered %q %q %q", f.name, f.exe, f.args)
 	}
-	if len(f.recovery) != len(service.WindowsRestartDelays) || f.reset != service.WindowsResetPeriod {
+	if len(f.recovery) != len(WindowsRestartDelays) || f.reset != WindowsResetPeriod {
 		t.Errorf("recovery %v reset %v", f.recovery, f.reset)
 	}
 	if strings.Join(f.calls, ",") != "create,recovery,start" {
@@ -162,13 +160,13 @@ func TestWindowsServiceInstallWithoutRecovery(t *testing.T) {
 	t.Cleanup(func() { scmPoll = old })
 	f := &fakeSCM{noRecover: true}
 	var stdout, stderr bytes.Buffer
-	if code := windowsService(context.Background(), f, "install", `C:\a.exe`, `C:\a.yaml`, &stdout, &stderr); code != exitOK {
+	if code := Manage(context.Background(), f, "install", `C:\a.exe`, `C:\a.yaml`, &stdout, &stderr); code != exitOK {
 		t.Fatalf("install: %d %q", code, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "restart on failure: the service manager does not take failure actions") {
 		t.Errorf("stderr %q", stderr.String())
 	}
-	if code := windowsService(context.Background(), &fakeSCM{}, "install", "C:\\a\n.exe", `C:\a.yaml`, &stdout, &stderr); code != exitFail {
+	if code := Manage(context.Background(), &fakeSCM{}, "install", "C:\\a\n.exe", `C:\a.yaml`, &stdout, &stderr); code != exitFail {
 		t.Errorf("a line break in the path was installed")
 	}
 }
@@ -220,24 +218,24 @@ func TestServeControlsStop(t *testing.T) {
 				return 0
 			})
 		}()
-		if rep := r.next(t); rep.State != scmStartPending || rep.Accepts {
+		if rep := r.next(t); rep.State != SCMStartPending || rep.Accepts {
 			t.Errorf("first report %+v", rep)
 		}
-		if rep := r.next(t); rep.State != scmRunning || !rep.Accepts {
+		if rep := r.next(t); rep.State != SCMRunning || !rep.Accepts {
 			t.Errorf("second report %+v", rep)
 		}
 		requests <- ctlInterrogate
-		if rep := r.next(t); rep.State != scmRunning {
+		if rep := r.next(t); rep.State != SCMRunning {
 			t.Errorf("interrogate answered %+v", rep)
 		}
 		requests <- ctl
 		rep := r.next(t)
-		if rep.State != scmStopPending || rep.Accepts || rep.WaitHint != service.WindowsStopWait || rep.CheckPoint != 1 {
+		if rep.State != SCMStopPending || rep.Accepts || rep.WaitHint != WindowsStopWait || rep.CheckPoint != 1 {
 			t.Errorf("after %d: %+v", ctl, rep)
 		}
 		<-stopped
 		// While run stops, the checkpoint grows.
-		if rep := r.next(t); rep.State != scmStopPending || rep.CheckPoint < 2 {
+		if rep := r.next(t); rep.State != SCMStopPending || rep.CheckPoint < 2 {
 			t.Errorf("while stopping: %+v", rep)
 		}
 		close(release)
@@ -264,7 +262,7 @@ func TestServeControlsRunEnds(t *testing.T) {
 		t.Errorf("code %d", code)
 	}
 	for _, rep := range r.reports {
-		if rep.State == scmStopPending {
+		if rep.State == SCMStopPending {
 			t.Errorf("reported %+v without a stop", rep)
 		}
 	}

@@ -1,4 +1,4 @@
-package cli
+package service
 
 import (
 	"context"
@@ -8,122 +8,131 @@ import (
 	"strings"
 	"time"
 
-	"github.com/yuzugo/yuzu/agent/internal/service"
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
 // The Windows service (docs/operations.md, "Running as a service"): `service
 // install|uninstall|status` through the service control manager, and `run` as the
 // service the SCM starts. The logic is here, without build tags, behind the small
-// interfaces below, so that it is tested on every system; service_windows.go puts
+// interfaces below, so that it is tested on every system; scm_windows.go puts
 // golang.org/x/sys/windows/svc and svc/mgr behind them.
 
-// scmState is a service's state as the SCM reports it.
-type scmState int
+// SCMState is a service's state as the SCM reports it.
+type SCMState int
 
 const (
-	scmStopped scmState = iota + 1
-	scmStartPending
-	scmStopPending
-	scmRunning
-	scmOther // continue, pause pending, paused: not states this agent enters
+	SCMStopped SCMState = iota + 1
+	SCMStartPending
+	SCMStopPending
+	SCMRunning
+	SCMOther // continue, pause pending, paused: not states this agent enters
 )
 
-func (s scmState) String() string {
+func (s SCMState) String() string {
 	switch s {
-	case scmStopped:
+	case SCMStopped:
 		return "STOPPED"
-	case scmStartPending:
+	case SCMStartPending:
 		return "START_PENDING"
-	case scmStopPending:
+	case SCMStopPending:
 		return "STOP_PENDING"
-	case scmRunning:
+	case SCMRunning:
 		return "RUNNING"
 	}
 	return "OTHER"
 }
 
-// scmStatus is what a query of the service answers.
-type scmStatus struct {
-	State    scmState
+// SCMStatus is what a query of the service answers.
+type SCMStatus struct {
+	State    SCMState
 	PID      uint32
 	ExitCode uint32 // the agent's own exit code once stopped, 0 if none
 }
 
-// scmConfig is the part of a service's configuration install sets and status shows.
-type scmConfig struct {
+// SCMConfig is the part of a service's configuration install sets and status shows.
+type SCMConfig struct {
 	CommandLine string // the binary and its arguments, as the SCM keeps them
 	Automatic   bool   // starts with the machine
 }
 
-// scmManager is a connection to the SCM.
-type scmManager interface {
+// SCMManager is a connection to the SCM.
+type SCMManager interface {
 	// Create registers a service that runs exe with args, starting automatically.
-	Create(name, displayName, description, exe string, args []string) (scmService, error)
-	// Open opens an installed service; errServiceNotInstalled when there is none.
-	Open(name string) (scmService, error)
+	Create(name, displayName, description, exe string, args []string) (SCMService, error)
+	// Open opens an installed service; ErrNotInstalled when there is none.
+	Open(name string) (SCMService, error)
 	Close() error
 }
 
-// scmService is one installed service.
-type scmService interface {
+// SCMService is one installed service.
+type SCMService interface {
 	// SetRecovery sets the restart delays on failure, also for a non-zero exit,
 	// and the period after which failures count from the first delay again.
 	SetRecovery(delays []time.Duration, reset time.Duration) error
 	Recovery() ([]time.Duration, error)
 	Start() error
 	Stop() error
-	Query() (scmStatus, error)
-	Config() (scmConfig, error)
+	Query() (SCMStatus, error)
+	Config() (SCMConfig, error)
 	Delete() error
 	Close() error
 }
 
-// scmServed is set once runAsService has handed the process to the SCM: Main then
-// does not do it again for an early exit.
-var scmServed bool
+// served is set once RunAsService has handed the process to the SCM: the agent's
+// main then does not do it again for an early exit (Served).
+var served bool
 
-// errServiceNotInstalled is Open's answer for a service that does not exist.
-var errServiceNotInstalled = errors.New("not installed")
+// Served reports whether RunAsService has handed this process to the SCM.
+func Served() bool { return served }
 
-// errRecoveryUnsupported is SetRecovery's answer where the SCM cannot keep failure
+// The agent's exit codes, which Manage and RunAsService return: the same as the
+// command line's.
+const (
+	exitOK   = 0
+	exitFail = 1
+)
+
+// ErrNotInstalled is Open's answer for a service that does not exist.
+var ErrNotInstalled = errors.New("not installed")
+
+// ErrRecoveryUnsupported is SetRecovery's answer where the SCM cannot keep failure
 // actions; install goes on without them and says so.
-var errRecoveryUnsupported = errors.New("the service manager does not take failure actions")
+var ErrRecoveryUnsupported = errors.New("the service manager does not take failure actions")
 
 // scmPoll is how often a state change is polled for, and scmWait how long install
 // waits for RUNNING and uninstall for STOPPED; variables for the tests.
 var (
 	scmPoll = 250 * time.Millisecond
-	scmWait = service.WindowsStopWait + 10*time.Second
+	scmWait = WindowsStopWait + 10*time.Second
 )
 
-// windowsService is `service install|uninstall|status` on Windows. conf is the
+// Manage is `service install|uninstall|status` on Windows. conf is the
 // configuration file the service is to read, exe the agent binary.
-func windowsService(ctx context.Context, m scmManager, action, exe, conf string, stdout, stderr io.Writer) int {
+func Manage(ctx context.Context, m SCMManager, action, exe, conf string, stdout, stderr io.Writer) int {
 	fail := func(err error) int {
 		fmt.Fprintln(stderr, "yuzu-agent: service:", rows.Printable(err.Error()))
 		return exitFail
 	}
-	name := service.Name
+	name := Name
 	switch action {
 	case "install":
-		exe, args, err := service.WindowsService(service.Spec{Exe: exe, Config: conf})
+		exe, args, err := WindowsService(Spec{Exe: exe, Config: conf})
 		if err != nil {
 			return fail(err)
 		}
 		if s, err := m.Open(name); err == nil {
 			_ = s.Close()
 			return fail(fmt.Errorf("%s is already installed; run `yuzu-agent service uninstall` first", name))
-		} else if !errors.Is(err, errServiceNotInstalled) {
+		} else if !errors.Is(err, ErrNotInstalled) {
 			return fail(err)
 		}
-		s, err := m.Create(name, service.WindowsDisplayName, service.Description, exe, args)
+		s, err := m.Create(name, WindowsDisplayName, Description, exe, args)
 		if err != nil {
 			return fail(fmt.Errorf("creating %s: %w", name, err))
 		}
 		defer s.Close()
 		fmt.Fprintf(stdout, "created service %s: %s\n", name, rows.Printable(quoteArgs(append([]string{exe}, args...))))
-		if err := s.SetRecovery(service.WindowsRestartDelays, service.WindowsResetPeriod); err != nil {
+		if err := s.SetRecovery(WindowsRestartDelays, WindowsResetPeriod); err != nil {
 			// A service without restarts still runs; the operator is told.
 			fmt.Fprintf(stderr, "yuzu-agent: service: restart on failure: %s\n", rows.Printable(err.Error()))
 		}
@@ -136,7 +145,7 @@ func windowsService(ctx context.Context, m scmManager, action, exe, conf string,
 			fmt.Fprintf(stdout, "removed service %s again\n", name)
 			return fail(fmt.Errorf("starting %s: %w", name, err))
 		}
-		st, err := waitState(ctx, s, scmRunning)
+		st, err := waitState(ctx, s, SCMRunning)
 		if err != nil {
 			// It was started and may yet run: it stays, and the operator is told
 			// where to look and how to take it away.
@@ -146,7 +155,7 @@ func windowsService(ctx context.Context, m scmManager, action, exe, conf string,
 		return exitOK
 	case "uninstall":
 		s, err := m.Open(name)
-		if errors.Is(err, errServiceNotInstalled) {
+		if errors.Is(err, ErrNotInstalled) {
 			fmt.Fprintf(stdout, "service %s is not installed\n", name)
 			return exitOK
 		}
@@ -158,13 +167,13 @@ func windowsService(ctx context.Context, m scmManager, action, exe, conf string,
 		if err != nil {
 			return fail(err)
 		}
-		if st.State != scmStopped {
-			if st.State != scmStopPending {
+		if st.State != SCMStopped {
+			if st.State != SCMStopPending {
 				if err := s.Stop(); err != nil {
 					return fail(fmt.Errorf("stopping %s: %w", name, err))
 				}
 			}
-			if _, err := waitState(ctx, s, scmStopped); err != nil {
+			if _, err := waitState(ctx, s, SCMStopped); err != nil {
 				return fail(fmt.Errorf("stopping %s: %w", name, err))
 			}
 			fmt.Fprintf(stdout, "stopped service %s\n", name)
@@ -176,7 +185,7 @@ func windowsService(ctx context.Context, m scmManager, action, exe, conf string,
 		return exitOK
 	case "status":
 		s, err := m.Open(name)
-		if errors.Is(err, errServiceNotInstalled) {
+		if errors.Is(err, ErrNotInstalled) {
 			fmt.Fprintf(stdout, "service %s is not installed\n", name)
 			return exitFail
 		}
@@ -193,10 +202,10 @@ func windowsService(ctx context.Context, m scmManager, action, exe, conf string,
 			return fail(err)
 		}
 		fmt.Fprintf(stdout, "service %s: %s", name, st.State)
-		if st.State == scmRunning || st.State == scmStopPending {
+		if st.State == SCMRunning || st.State == SCMStopPending {
 			fmt.Fprintf(stdout, " (pid %d)", st.PID)
 		}
-		if st.State == scmStopped && st.ExitCode != 0 {
+		if st.State == SCMStopped && st.ExitCode != 0 {
 			fmt.Fprintf(stdout, " (last exit %d)", st.ExitCode)
 		}
 		start := "manual"
@@ -209,7 +218,7 @@ func windowsService(ctx context.Context, m scmManager, action, exe, conf string,
 		} else {
 			fmt.Fprintf(stdout, "on failure: unknown (%s)\n", rows.Printable(err.Error()))
 		}
-		if st.State != scmRunning {
+		if st.State != SCMRunning {
 			return exitFail
 		}
 		return exitOK
@@ -230,7 +239,7 @@ func describeRecovery(delays []time.Duration) string {
 }
 
 // waitState polls s until it is in want, for at most scmWait.
-func waitState(ctx context.Context, s scmService, want scmState) (scmStatus, error) {
+func waitState(ctx context.Context, s SCMService, want SCMState) (SCMStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, scmWait)
 	defer cancel()
 	for {
@@ -241,7 +250,7 @@ func waitState(ctx context.Context, s scmService, want scmState) (scmStatus, err
 		if st.State == want {
 			return st, nil
 		}
-		if want == scmRunning && st.State == scmStopped {
+		if want == SCMRunning && st.State == SCMStopped {
 			return st, fmt.Errorf("it stopped at once (exit code %d); its log says why", st.ExitCode)
 		}
 		select {
@@ -279,7 +288,7 @@ const (
 
 // scmReport is one status the handler reports to the SCM.
 type scmReport struct {
-	State scmState
+	State SCMState
 	// Accepts is whether Stop and Shutdown are accepted (only while running).
 	Accepts bool
 	// CheckPoint grows while a pending state makes progress; WaitHint is how long
@@ -300,16 +309,16 @@ var stopReportEvery = 2 * time.Second
 func serveControls(requests <-chan scmControl, report func(scmReport), log func(msg string, args ...any), run func(context.Context) int) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	report(scmReport{State: scmStartPending, WaitHint: 10 * time.Second})
+	report(scmReport{State: SCMStartPending, WaitHint: 10 * time.Second})
 	done := make(chan int, 1)
 	go func() { done <- run(ctx) }()
-	current := scmReport{State: scmRunning, Accepts: true}
+	current := scmReport{State: SCMRunning, Accepts: true}
 	report(current)
 	var tick <-chan time.Time
 	for {
 		select {
 		case code := <-done:
-			if current.State == scmStopPending {
+			if current.State == SCMStopPending {
 				log("stopped at the service manager's request", "exit_code", code)
 			}
 			return code
@@ -323,7 +332,7 @@ func serveControls(requests <-chan scmControl, report func(scmReport), log func(
 			case ctlInterrogate:
 				report(current)
 			case ctlStop, ctlShutdown:
-				if current.State == scmStopPending {
+				if current.State == SCMStopPending {
 					report(current)
 					continue
 				}
@@ -332,7 +341,7 @@ func serveControls(requests <-chan scmControl, report func(scmReport), log func(
 					what = "shutdown"
 				}
 				log("stopping: the service manager asked", "control", what)
-				current = scmReport{State: scmStopPending, CheckPoint: 1, WaitHint: service.WindowsStopWait}
+				current = scmReport{State: SCMStopPending, CheckPoint: 1, WaitHint: WindowsStopWait}
 				report(current)
 				cancel()
 				t := time.NewTicker(stopReportEvery)

@@ -1,6 +1,6 @@
 //go:build !windows
 
-package cli
+package service
 
 import (
 	"bytes"
@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/yuzugo/yuzu/agent/internal/service"
 	"github.com/yuzugo/yuzu/agent/update"
 )
 
@@ -47,13 +46,13 @@ func TestWatchTrial(t *testing.T) {
 	ctx := context.Background()
 	// Kept: the agent confirms once the service runs.
 	tr, state := watchTree(t)
-	scm := &fakeSCM{installed: true, name: service.Name, state: scmStopPending}
+	scm := &fakeSCM{installed: true, name: Name, state: SCMStopPending}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for {
 			scm.mu.Lock()
-			running := scm.state == scmRunning
+			running := scm.state == SCMRunning
 			scm.mu.Unlock()
 			if running {
 				if _, err := update.Confirm(state, "1.0.0", time.Now()); err != nil {
@@ -65,7 +64,7 @@ func TestWatchTrial(t *testing.T) {
 		}
 	}()
 	var out bytes.Buffer
-	if err := watchTrial(ctx, scm, tr, state, time.Millisecond, &out); err != nil {
+	if err := WatchTrial(ctx, scm, tr, state, time.Millisecond, &out); err != nil {
 		t.Fatalf("kept: %v\n%s", err, out.String())
 	}
 	<-done
@@ -75,12 +74,12 @@ func TestWatchTrial(t *testing.T) {
 
 	// Rolled back: the service stops before the version registers.
 	tr, state = watchTree(t)
-	scm = &fakeSCM{installed: true, name: service.Name, state: scmStopped}
+	scm = &fakeSCM{installed: true, name: Name, state: SCMStopped}
 	go func() {
 		for {
 			scm.mu.Lock()
-			if scm.state == scmRunning {
-				scm.state = scmStopped // it exits at start
+			if scm.state == SCMRunning {
+				scm.state = SCMStopped // it exits at start
 				scm.mu.Unlock()
 				return
 			}
@@ -89,7 +88,7 @@ func TestWatchTrial(t *testing.T) {
 		}
 	}()
 	out.Reset()
-	if err := watchTrial(ctx, scm, tr, state, time.Millisecond, &out); err != nil {
+	if err := WatchTrial(ctx, scm, tr, state, time.Millisecond, &out); err != nil {
 		t.Fatalf("rolled back: %v\n%s", err, out.String())
 	}
 	if cur, _ := tr.Current(); cur != "0.9.0" || !strings.Contains(out.String(), "rolled back from 1.0.0 to 0.9.0") {

@@ -1,4 +1,4 @@
-package cli
+package service
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/yuzugo/yuzu/agent/internal/service"
 	"github.com/yuzugo/yuzu/agent/update"
 )
 
@@ -17,23 +16,23 @@ import (
 // start (update.Guard), starts the service, and waits for the new version to register;
 // when it does not in time, or the service stops, the watchdog stops the service,
 // lets update.Guard put the previous version back, and starts it. It is written here
-// against the SCM interfaces of winservice.go, so that it is tested on every system.
+// against the SCM interfaces of scm.go, so that it is tested on every system.
 
 // trialTimeout is how long a new version has to register once started; it matches
 // the systemd unit's TimeoutStartSec.
 const trialTimeout = 180 * time.Second
 
-// watchTrial runs the watchdog for the tree at root and the service in m. statePath
+// WatchTrial runs the watchdog for the tree at root and the service in m. statePath
 // is the update state; poll is how often it looks.
-func watchTrial(ctx context.Context, m scmManager, t update.Tree, statePath string, poll time.Duration, out io.Writer) error {
-	s, err := m.Open(service.Name)
+func WatchTrial(ctx context.Context, m SCMManager, t update.Tree, statePath string, poll time.Duration, out io.Writer) error {
+	s, err := m.Open(Name)
 	if err != nil {
 		return fmt.Errorf("the service: %w", err)
 	}
 	defer s.Close()
 	say := func(format string, args ...any) { fmt.Fprintf(out, "update watch: "+format+"\n", args...) }
 	// The version that switched is exiting: wait for the service to stop.
-	if _, err := waitFor(ctx, s, scmStopped, 2*time.Minute, poll); err != nil {
+	if _, err := waitFor(ctx, s, SCMStopped, 2*time.Minute, poll); err != nil {
 		return fmt.Errorf("the service did not stop after the switch: %w", err)
 	}
 	d, err := update.Guard(t, statePath, time.Now())
@@ -53,7 +52,7 @@ func watchTrial(ctx context.Context, m scmManager, t update.Tree, statePath stri
 			}
 			return nil
 		}
-		if q, err := s.Query(); err == nil && q.State == scmStopped {
+		if q, err := s.Query(); err == nil && q.State == SCMStopped {
 			say("the version on trial stopped (exit code %d) before it registered", q.ExitCode)
 			break
 		}
@@ -64,9 +63,9 @@ func watchTrial(ctx context.Context, m scmManager, t update.Tree, statePath stri
 		}
 	}
 	// Not registered in time, or stopped: back to the version before.
-	if q, err := s.Query(); err == nil && q.State != scmStopped {
+	if q, err := s.Query(); err == nil && q.State != SCMStopped {
 		_ = s.Stop()
-		if _, err := waitFor(ctx, s, scmStopped, time.Minute, poll); err != nil {
+		if _, err := waitFor(ctx, s, SCMStopped, time.Minute, poll); err != nil {
 			return fmt.Errorf("stopping the version on trial: %w", err)
 		}
 	}
@@ -82,7 +81,7 @@ func watchTrial(ctx context.Context, m scmManager, t update.Tree, statePath stri
 }
 
 // waitFor polls the service until it is in state want, at most within.
-func waitFor(ctx context.Context, s scmService, want scmState, within, poll time.Duration) (scmStatus, error) {
+func waitFor(ctx context.Context, s SCMService, want SCMState, within, poll time.Duration) (SCMStatus, error) {
 	deadline := time.Now().Add(within)
 	for {
 		st, err := s.Query()
