@@ -203,12 +203,16 @@ func (sp *spool) appendRecord(f *os.File, name, id, output string) (*os.File, er
 // createFile makes id's file with its header.
 func (sp *spool) createFile(id string) (*os.File, error) {
 	name := sp.fileName(id)
-	// A file of that name is a leftover of an earlier run that recover did not claim;
-	// this command's answer replaces it.
-	if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		// A file of that name is a leftover of an earlier run that recover did not
+		// claim; this command's answer replaces it. (Removed only when there: an
+		// unlink of nothing before every new file cost two failing calls.)
+		if err = os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	}
 	if err != nil {
 		return nil, err
 	}
