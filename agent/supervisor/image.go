@@ -41,18 +41,6 @@ type image struct {
 	released sync.Once
 }
 
-// openImage opens b without following a link, checks on the open descriptor that it
-// is a regular file owned by root or the agent's user and writable by nobody else,
-// hashes it and compares with the catalog's checksum. Every refusal is a
-// *RefusedError naming the file.
-func openImage(b Binary) (*image, error) {
-	f, fi, err := trustedBinary(b)
-	if err != nil {
-		return nil, err
-	}
-	return verifyImage(f, fi, b)
-}
-
 // trustedBinary opens b without following a link and checks on the open descriptor
 // that it is a regular file owned by root or the agent's user, writable by nobody
 // else, within the size bound.
@@ -197,7 +185,8 @@ func (k *keptImage) hold() *image {
 }
 
 // open returns the image to start b from: the kept one when b is still the file that
-// was verified, else b verified afresh (openImage), and kept when it can be.
+// was verified, else b verified afresh (trustedBinary, verifyImage), and kept when
+// it can be.
 func (c *imageCache) open(b Binary) (*image, error) {
 	f, fi, err := trustedBinary(b)
 	if err != nil {

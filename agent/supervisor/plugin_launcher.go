@@ -20,7 +20,7 @@ import (
 	"github.com/yuzugo/yuzu/sdk/proctree"
 )
 
-// pluginLauncher is the real Launcher: it verifies the binary (openImage), runs exactly
+// pluginLauncher is the real Launcher: it verifies the binary (imageCache), runs exactly
 // the verified bytes as a child through go-plugin with automatic mutual TLS, a clean
 // environment and its own process group or job, then describes and configures it.
 type pluginLauncher struct {
