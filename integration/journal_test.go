@@ -3,7 +3,9 @@
 package integration
 
 import (
+	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,4 +156,79 @@ func TestOneTerminalPerCommand(t *testing.T) {
 	if errorRows == 0 {
 		t.Error("the re-send does not say that rows may be missing")
 	}
+}
+
+// TestFleetAgentKilledRepeatedly: the agent is SIGKILLed 40 times, each time while a
+// round of 25 commands (short sleeps that leave a marker file once they run) has
+// started, at a random moment of their run or answer, and restarted on the same
+// journal. A command goes to its plugin only once its start record is on disk, so
+// every command whose marker exists must end with a terminal answer (none lost), and
+// every answer of a command must be the same one (a re-send, never a second outcome).
+// It exercises the journal's group commit across kills: a start or an answer is
+// acknowledged only once its batch is on disk, and a kill cuts off only what was not.
+func TestFleetAgentKilledRepeatedly(t *testing.T) {
+	t.Parallel()
+	const kills, perRound = 40, 25
+	f := newFleet(t, fleetserver.Options{}, sleeperBin)
+	marks := t.TempDir()
+	ctx := testCtx(t, 5*time.Minute)
+	rng := rand.New(rand.NewPCG(34, 40))
+	var ids []string
+	a := f.agent()
+	for round := range kills {
+		var markers []string
+		for i := range perRound {
+			id := fmt.Sprintf("k%d-%d", round, i)
+			ids = append(ids, id)
+			m := filepath.Join(marks, id)
+			markers = append(markers, m)
+			if err := f.srv.Send(ctx, command(id, "sleeper", "sleep_ctx", "seconds=0.1", "started="+m)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The first slots' commands have started: their start records are on disk.
+		waitStarted(t, markers[0])
+		time.Sleep(time.Duration(rng.IntN(250)) * time.Millisecond)
+		if err := a.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		a.wait(t, 10*time.Second)
+		// Commands go to the new stream only: the server must have seen this one end.
+		waitFor(t, 20*time.Second, "the server to see the killed agent's stream end", func() bool {
+			for _, ag := range f.srv.Agents() {
+				if ag.Subscribed {
+					return false
+				}
+			}
+			return true
+		})
+		a = f.agent()
+	}
+	lost, doubled, ran := 0, 0, 0
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for _, id := range ids {
+		if _, err := os.Lstat(filepath.Join(marks, id)); err != nil {
+			continue // never reached the plugin (queued when the agent died, or never delivered)
+		}
+		ran++
+		r, err := f.srv.WaitTerminal(wctx, id)
+		if err != nil {
+			lost++
+			t.Errorf("%s ran and has no terminal answer", id)
+			continue
+		}
+		for _, resp := range f.srv.Responses(id) {
+			if resp.GetStatus() == agentv1.CommandResponse_RUNNING {
+				continue
+			}
+			if resp.GetStatus() != r.Terminal.GetStatus() || resp.GetError().GetCode() != r.Terminal.GetError().GetCode() {
+				doubled++
+				t.Errorf("%s: two outcomes, %v and %v", id, r.Terminal, resp)
+				break
+			}
+		}
+	}
+	a.stop(t)
+	t.Logf("%d kills, %d commands sent, %d ran: lost %d, two outcomes %d", kills, len(ids), ran, lost, doubled)
 }

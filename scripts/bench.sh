@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make bench`: the Go benchmarks of every package that has any (agent, integration, sdk,
 # the plugins and whatever grows them), the cold-start time of a whole `yuzu-agent exec`
-# (scripts/bench-cold-exec.sh), then every plugin-*/bench/*.sh side-by-side script.
+# (scripts/bench-cold-exec.sh), the ratios of issue 34 side by side with their goals
+# (scripts/bench-ratios.sh), then every plugin-*/bench/*.sh side-by-side script.
 # Benchmarks are discovered with `go test -list`.
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -30,6 +31,9 @@ while read -r mod; do
 done < <(modules)
 
 scripts/bench-cold-exec.sh || failed=1
+
+# Issue 34's ratios against the base build and the raw go-plugin twins, beside their goals.
+scripts/bench-ratios.sh || failed=1
 
 # Side-by-side scripts a plugin keeps in its bench/ directory (each compares the plugin
 # with a reference measured in the same run and prints the ratios).

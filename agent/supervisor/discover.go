@@ -17,8 +17,11 @@ import (
 // BinaryPrefix starts the file name of every plugin binary.
 const BinaryPrefix = trust.BinaryPrefix
 
-// binary is one plugin the plugin dir offers, and whether it may run.
-type binary struct {
+// offered is one plugin the plugin dir offers: the build its catalog entry names
+// (Binary, all a start is given) and whether it may run at all, which discovery and
+// a reload decide and hand to the plugin's keeper. It was named binary, beside Binary:
+// not a second description of the build, but the build and a verdict on it.
+type offered struct {
 	Binary
 	refused error // why it may not run, or nil
 }
@@ -39,7 +42,7 @@ func PluginName(file string) (string, bool) {
 // catalogView is what discovery read: the plugins, and what to say about the
 // catalog itself once (a migration, keys that no longer verify).
 type catalogView struct {
-	bins  map[string]*binary
+	bins  map[string]*offered
 	notes []string
 }
 
@@ -51,7 +54,7 @@ type catalogView struct {
 // it say why; other files are ignored. An error means the directory itself cannot be
 // used. A catalog that cannot be read refuses every plugin, naming the problem.
 func discover(dir string, keys *trust.Keys) (catalogView, error) {
-	v := catalogView{bins: map[string]*binary{}}
+	v := catalogView{bins: map[string]*offered{}}
 	if err := checkDir(dir); err != nil {
 		return v, err
 	}
@@ -84,7 +87,7 @@ func discover(dir string, keys *trust.Keys) (catalogView, error) {
 			continue
 		}
 		path := filepath.Join(dir, de.Name())
-		b := &binary{Binary: Binary{Name: name, Path: path}}
+		b := &offered{Binary: Binary{Name: name, Path: path}}
 		switch {
 		case !sdk.ValidName(name):
 			b.refused = &RefusedError{Path: path, Reason: "plugin name must be 1-64 letters, digits or underscores"}
@@ -101,8 +104,8 @@ func discover(dir string, keys *trust.Keys) (catalogView, error) {
 }
 
 // fromEntry is one catalog entry as the supervisor runs it.
-func fromEntry(dir, name string, e *trust.Entry, keys *trust.Keys) *binary {
-	b := &binary{Binary: binaryOf(dir, name, e)}
+func fromEntry(dir, name string, e *trust.Entry, keys *trust.Keys) *offered {
+	b := &offered{Binary: binaryOf(dir, name, e)}
 	refuse := func(reason string) { b.refused = &RefusedError{Path: b.Path, Reason: reason} }
 	switch {
 	case !trust.RunsHere(e.OS, e.Arch, runtime.GOOS, runtime.GOARCH):
@@ -164,7 +167,7 @@ func checkDir(dir string) error {
 	return nil
 }
 
-func sortedNames(m map[string]*binary) []string {
+func sortedNames(m map[string]*offered) []string {
 	names := make([]string, 0, len(m))
 	for n := range m {
 		names = append(names, n)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/yuzugo/yuzu/agent/trust"
 	"github.com/yuzugo/yuzu/sdk/safefile"
@@ -33,26 +34,37 @@ type image struct {
 	fd *os.File
 	// tmpDir holds the private copy; removed once the child has exited.
 	tmpDir string
+	// kept, when set, is the verified image this start runs from, which the
+	// launcher's imageCache keeps for later starts; execPath is kept's, fd and tmpDir
+	// are unset, and release gives this start's hold on it back.
+	kept     *keptImage
+	released sync.Once
 }
 
-// openImage opens b without following a link, checks on the open descriptor that it
-// is a regular file owned by root or the agent's user and writable by nobody else,
-// hashes it and compares with the catalog's checksum. Every refusal is a
-// *RefusedError naming the file.
-func openImage(b Binary) (*image, error) {
+// trustedBinary opens b without following a link and checks on the open descriptor
+// that it is a regular file owned by root or the agent's user, writable by nobody
+// else, within the size bound.
+func trustedBinary(b Binary) (*os.File, os.FileInfo, error) {
 	refuse := func(reason string) error { return &RefusedError{Path: b.Path, Reason: reason} }
 	f, fi, err := safefile.Open(b.Path)
 	if err != nil {
-		return nil, refuse(err.Error())
+		return nil, nil, refuse(err.Error())
 	}
 	if err := safefile.TrustedFile(f, fi, false); err != nil {
 		f.Close()
-		return nil, refuse(err.Error())
+		return nil, nil, refuse(err.Error())
 	}
 	if fi.Size() > MaxBinaryBytes {
 		f.Close()
-		return nil, refuse(fmt.Sprintf("%d bytes, over the %d-byte limit for a plugin", fi.Size(), MaxBinaryBytes))
+		return nil, nil, refuse(fmt.Sprintf("%d bytes, over the %d-byte limit for a plugin", fi.Size(), MaxBinaryBytes))
 	}
+	return f, fi, nil
+}
+
+// verifyImage hashes the open, trusted binary f into its image and compares with the
+// catalog's checksum; it takes f.
+func verifyImage(f *os.File, _ os.FileInfo, b Binary) (*image, error) {
+	refuse := func(reason string) error { return &RefusedError{Path: b.Path, Reason: reason} }
 	img, sum, err := materialize(f, b)
 	if err != nil {
 		f.Close()
@@ -113,11 +125,115 @@ func (img *image) started() {
 }
 
 // release frees what the image holds; call it once the child has exited (or never
-// started).
+// started). Later calls do nothing.
 func (img *image) release() {
 	img.started()
 	if img.tmpDir != "" {
 		_ = os.RemoveAll(img.tmpDir)
+	}
+	if img.kept != nil {
+		img.released.Do(img.kept.unref)
+	}
+}
+
+// imageCache keeps each plugin's verified, sealed image for the starts after the
+// first: the binary is read, hashed and copied once, not at every start (cold exec,
+// the first command after an idle stop, a restart after a crash). A start uses the
+// kept image only while the binary at the path is the file that was verified (same
+// device, inode, size, modification and change times, all read from the descriptor
+// the start opens) and the catalog names the same checksum; anything else verifies
+// afresh, and a refusal forgets the kept image. Whatever happens to the file after it
+// was verified, what runs is the sealed copy of the bytes that were hashed, never the
+// file: a change the identity misses (one within the same clock tick as the
+// verification) can only make a start run the verified bytes once more. The trust of
+// the file (owner, mode, every parent) is checked at every start, as before.
+//
+// What it costs: the sealed memory file of every plugin started since the agent
+// began stays in memory (shared memory, not the agent's RSS), the size of the binary
+// each (about 13 MB for a shipped plugin). While a child runs it costs nothing more:
+// its executable pages are those same pages. Only Linux keeps images (the memory
+// file); the private copies of the other systems are made afresh at every start.
+type imageCache struct {
+	mu sync.Mutex
+	m  map[string]*keptImage // by the binary's path
+}
+
+// keptImage is a verified sealed image and the identity of the file it was read from.
+type keptImage struct {
+	cache    *imageCache
+	execPath string
+	fd       *os.File
+	sum      []byte // the catalog's checksum it matched
+	id       fileID
+	refs     int // the cache's hold and one per start; under cache.mu
+}
+
+// unref gives back one hold; the last closes the memory file.
+func (k *keptImage) unref() {
+	k.cache.mu.Lock()
+	defer k.cache.mu.Unlock()
+	k.refs--
+	if k.refs == 0 {
+		k.fd.Close()
+	}
+}
+
+// hold returns a start's image of k; cache.mu is held.
+func (k *keptImage) hold() *image {
+	k.refs++
+	return &image{execPath: k.execPath, kept: k}
+}
+
+// open returns the image to start b from: the kept one when b is still the file that
+// was verified, else b verified afresh (trustedBinary, verifyImage), and kept when
+// it can be.
+func (c *imageCache) open(b Binary) (*image, error) {
+	f, fi, err := trustedBinary(b)
+	if err != nil {
+		return nil, err
+	}
+	id, ok := identify(f)
+	if ok {
+		c.mu.Lock()
+		if k := c.m[b.Path]; k != nil && k.id == id && bytes.Equal(k.sum, b.Checksum) {
+			img := k.hold()
+			c.mu.Unlock()
+			f.Close()
+			return img, nil
+		}
+		c.mu.Unlock()
+	}
+	img, err := verifyImage(f, fi, b)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.m[b.Path]; old != nil {
+		delete(c.m, b.Path)
+		old.refs--
+		if old.refs == 0 {
+			old.fd.Close()
+		}
+	}
+	if err != nil || !ok || img.tmpDir != "" || img.fd == nil {
+		return img, err
+	}
+	if c.m == nil {
+		c.m = map[string]*keptImage{}
+	}
+	k := &keptImage{cache: c, execPath: img.execPath, fd: img.fd, sum: bytes.Clone(b.Checksum), id: id, refs: 1}
+	c.m[b.Path] = k
+	return k.hold(), nil
+}
+
+// close forgets every kept image; starts that hold one keep it until they give it back.
+func (c *imageCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for p, k := range c.m {
+		delete(c.m, p)
+		k.refs--
+		if k.refs == 0 {
+			k.fd.Close()
+		}
 	}
 }
 

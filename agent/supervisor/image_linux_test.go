@@ -120,3 +120,103 @@ func BenchmarkImage(b *testing.B) {
 	b.ReportMetric(float64(hashOnly.Milliseconds())/float64(b.N), "ms/hash")
 	b.ReportMetric(float64(sealed.Milliseconds())/float64(b.N), "ms/sealed")
 }
+
+// The launcher's cache verifies a binary once and hands later starts the same sealed
+// image while the file and the catalog's checksum stay what they were; a file whose
+// bytes changed after the first start is verified afresh, and refused, whatever way
+// it changed, and the image kept for it is forgotten.
+func TestImageCacheReverifiesAChangedFile(t *testing.T) {
+	content := bytes.Repeat([]byte("yuzu plugin bytes "), 100_000)
+	for what, change := range map[string]func(t *testing.T, path string){
+		"written in place": func(t *testing.T, path string) {
+			f, err := os.OpenFile(path, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt([]byte("EVIL"), 100); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		},
+		"written in place, times put back": func(t *testing.T, path string) {
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(20 * time.Millisecond) // past the file system's clock tick
+			f, err := os.OpenFile(path, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt([]byte("EVIL"), 100); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"replaced by a rename": func(t *testing.T, path string) {
+			other := path + ".new"
+			if err := os.WriteFile(other, append([]byte("EVIL"), content[4:]...), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(other, path); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		t.Run(what, func(t *testing.T) {
+			b := writeBinary(t, content)
+			var c imageCache
+			first, err := c.open(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			second, err := c.open(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first.kept == nil || second.kept != first.kept || second.execPath != first.execPath {
+				t.Fatal("the second start did not get the kept image")
+			}
+			first.release()
+			first.release() // a second release of the same start gives nothing back twice
+			change(t, b.Path)
+			img, err := c.open(b)
+			var refused *RefusedError
+			if !errors.As(err, &refused) {
+				if img != nil {
+					img.release()
+				}
+				t.Fatalf("a start after the file changed: %v, want a refusal", err)
+			}
+			if len(c.m) != 0 {
+				t.Error("the refused binary's image is still kept")
+			}
+			// The start that still holds the image runs the verified bytes.
+			got, err := os.ReadFile(second.execPath)
+			if err != nil || !bytes.Equal(got, content) {
+				t.Fatalf("the held image: %d bytes, %v; want the %d verified ones", len(got), err, len(content))
+			}
+			second.release()
+			if second.kept.refs != 0 {
+				t.Errorf("%d holds left once every start gave its own back", second.kept.refs)
+			}
+		})
+	}
+	// A new catalog checksum (an upgrade) verifies afresh too.
+	b := writeBinary(t, content)
+	var c imageCache
+	img, err := c.open(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img.release()
+	b.Checksum = bytes.Repeat([]byte{1}, 32)
+	if img, err := c.open(b); err == nil {
+		img.release()
+		t.Fatal("a checksum the kept image was not verified against was taken")
+	}
+	c.close()
+}

@@ -20,7 +20,7 @@ import (
 	"github.com/yuzugo/yuzu/sdk/proctree"
 )
 
-// pluginLauncher is the real Launcher: it verifies the binary (openImage), runs exactly
+// pluginLauncher is the real Launcher: it verifies the binary (imageCache), runs exactly
 // the verified bytes as a child through go-plugin with automatic mutual TLS, a clean
 // environment and its own process group or job, then describes and configures it.
 type pluginLauncher struct {
@@ -38,6 +38,9 @@ type pluginLauncher struct {
 	mu      sync.Mutex
 	live    map[int]bool // pids of running plugin children
 	reaping map[int]bool // orphans killed and not yet reaped
+
+	// images keeps each plugin's verified image for its later starts.
+	images imageCache
 }
 
 func newPluginLauncher(o Options) *pluginLauncher {
@@ -82,7 +85,7 @@ func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (
 	// The time of each step, logged at debug once the child is up: the cold-exec
 	// benchmark (scripts/bench-cold-exec.sh) reports their shares from this line.
 	t0 := time.Now()
-	img, err := openImage(b)
+	img, err := l.images.open(b)
 	if err != nil {
 		return nil, err
 	}
@@ -209,6 +212,7 @@ func (l *pluginLauncher) close() {
 		sweepOrphans(l.live, l.reaping, &l.mu, l.log)
 	}
 	l.boxes.Close()
+	l.images.close()
 	if l.socketRoot != "" {
 		_ = os.RemoveAll(l.socketRoot)
 	}

@@ -171,7 +171,7 @@ func New(opts Options) (*Supervisor, error) {
 
 // admit applies what the configuration says of a plugin (disabled) and logs a
 // refusal.
-func (s *Supervisor) admit(name string, b *binary) *binary {
+func (s *Supervisor) admit(name string, b *offered) *offered {
 	if b.refused == nil && s.opts.Disabled[name] {
 		b.refused = &RefusedError{Path: b.Path, Reason: "disabled in the configuration file (plugins." + name + ".enabled: false)"}
 	}

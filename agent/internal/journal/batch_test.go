@@ -11,7 +11,19 @@ import (
 
 func openDelay(t *testing.T, dir string, delay time.Duration) *Journal {
 	t.Helper()
-	j, err := openWith(dir, delay)
+	j, err := openWith(dir, delay, batchesPerSegment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// openPerFlush opens the journal in dir with one flush a segment (no appends), for the
+// tests of what happens across segments: compaction's bounds, a damaged segment
+// between others.
+func openPerFlush(t *testing.T, dir string) *Journal {
+	t.Helper()
+	j, err := openWith(dir, lazyDelay, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +225,7 @@ func TestCompactionFrequency(t *testing.T) {
 
 	dir := filepath.Join(t.TempDir(), "full")
 	seed(t, dir, MaxEntries)
-	j := open(t, dir)
+	j := openPerFlush(t, dir)
 	const n = 300
 	run(j, n, true)
 	closeJ(t, j)
@@ -225,7 +237,7 @@ func TestCompactionFrequency(t *testing.T) {
 	}
 
 	dir = filepath.Join(t.TempDir(), "transient")
-	j = open(t, dir)
+	j = openPerFlush(t, dir)
 	run(j, n, false)
 	closeJ(t, j)
 	// Nothing stays live, so the segments are compacted every maxSegments or so.

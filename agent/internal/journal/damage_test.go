@@ -15,7 +15,7 @@ import (
 // the first nor the last.
 func damageJournal(t *testing.T, dir string) string {
 	t.Helper()
-	j := open(t, dir)
+	j := openPerFlush(t, dir)
 	for _, id := range []string{"a", "b"} {
 		if err := <-j.Started(id); err != nil {
 			t.Fatal(err)
@@ -174,7 +174,7 @@ func TestDamagedRecordsKeepTheirIDs(t *testing.T) {
 // have started there: unknown, not "never started" (whose repeat would run it).
 func TestDamageMakesCommandsInFlightUnknown(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "fleet")
-	j := open(t, dir)
+	j := openPerFlush(t, dir)
 	j.Accepted("wait")
 	if err := <-j.Started("run"); err != nil {
 		t.Fatal(err)
@@ -242,7 +242,7 @@ func TestEmptiedSegment(t *testing.T) {
 	// An emptied segment that is not compacted: the commands in flight before it are
 	// unknown, as with any other damage.
 	dir2 := filepath.Join(t.TempDir(), "fleet")
-	j2 := open(t, dir2)
+	j2 := openPerFlush(t, dir2)
 	if err := <-j2.Started("run"); err != nil {
 		t.Fatal(err)
 	}

@@ -5,9 +5,22 @@
 // drops or the agent stops).
 //
 // The record lives in its own directory (mode 0700) as numbered segment files (mode
-// 0600). Each flush writes the records gathered since the previous one as a new
-// segment through sdk/atomicfile, so a segment is either whole or absent; many callers
-// waiting at once share one write (group commit).
+// 0600). Each flush writes the records gathered since the previous one as a batch (a
+// header line, then the records) and waits for one fsync; every record queued while
+// that fsync is in flight goes in the next batch, so many callers waiting at once
+// share one write and one fsync (group commit). A segment's first batch is written
+// through sdk/atomicfile (temp file, fsync, rename, directory fsync), so a segment
+// always holds at least one whole batch; the next flushes are appended to it and
+// fsynced (one fsync each, no new name) until it holds batchesPerSegment batches or
+// segmentBytes, or a compaction starts the next. A flush whose write or fsync fails
+// is cut off again before its error is returned.
+//
+// Torn tail. Appends are the only writes that can be cut short by a crash, and only
+// the last one: a batch is written after the previous one's fsync. So a newest
+// segment whose whole batches are followed by part of one (fewer records than its
+// header says, a line failing its check, a half line) lost a flush nobody was told
+// had been written, and that part is dropped quietly at Open (and cut off the file).
+// Anything else cut short or failing a check is damage, below.
 //
 // Two records are waited for. Finish returns once a terminal answer is written, so an
 // answer never leaves before the record that replays it. A start record is written at
@@ -89,6 +102,10 @@ const (
 	// before it is written on its own. It bounds the moment a crash can lose such a
 	// record (see the package doc).
 	lazyDelay = 100 * time.Millisecond
+	// batchesPerSegment and segmentBytes bound how many flushes are appended to one
+	// segment, and its size, before the next flush starts a new one.
+	batchesPerSegment = 4096
+	segmentBytes      = 8 << 20
 )
 
 // Entry is the outcome of one finished command.
@@ -162,7 +179,8 @@ type Journal struct {
 	timerGen    uint64      // tells a stale timer from the one in timer
 	closed      bool
 	warnings    []string
-	// forceCompact says Open must compact: a damaged segment was put aside.
+	// forceCompact says Open must compact: a damaged segment was put aside, a torn
+	// tail could not be cut off, or the only segment is not a compacted one.
 	forceCompact bool
 	// others are the caller's names in the directory (Open).
 	others []string
@@ -179,6 +197,16 @@ type Journal struct {
 	written     int   // records on disk
 	compactions int   // compactions since Open, the one in Open included
 	lastErr     error // of the last flush; read by Close after done is closed
+	// mustCompact says a failed append could not be cut off: the next flush compacts.
+	mustCompact bool
+	// active is the newest segment, open for appending the next flushes (nil: the
+	// next flush starts a new segment); activeSize is its length and activeBatches
+	// how many flushes it holds. perFile bounds the flushes a segment takes
+	// (batchesPerSegment; 1 in tests that need one flush a segment).
+	active        *os.File
+	activeSize    int64
+	activeBatches int
+	perFile       int
 }
 
 // segmentPrefix and segmentSuffix frame a segment's name: seg-<16 hex digits>.jsonl.
@@ -214,11 +242,12 @@ func parseSegmentName(name string) (uint64, bool) {
 // others are names the caller keeps in dir beside the journal (the answer spool): they
 // are not the journal's, and not warned about as unexpected.
 func Open(dir string, others ...string) (*Journal, error) {
-	return openWith(dir, lazyDelay, others...)
+	return openWith(dir, lazyDelay, batchesPerSegment, others...)
 }
 
-// openWith is Open with the time delivery records may wait for a flush.
-func openWith(dir string, delay time.Duration, others ...string) (*Journal, error) {
+// openWith is Open with the time delivery records may wait for a flush and the
+// batches a segment takes.
+func openWith(dir string, delay time.Duration, perFile int, others ...string) (*Journal, error) {
 	if err := atomicfile.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
@@ -243,6 +272,7 @@ func openWith(dir string, delay time.Duration, others ...string) (*Journal, erro
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 		others:   others,
+		perFile:  perFile,
 	}
 	if err := j.load(); err != nil {
 		return nil, err
@@ -259,6 +289,8 @@ func openWith(dir string, delay time.Duration, others ...string) (*Journal, erro
 	// records go at the next compaction.
 	clear(j.started)
 	clear(j.accepted)
+	// The state goes back to one compacted segment at every Open but one that finds
+	// just that.
 	if len(j.segments) > 1 || j.forceCompact {
 		if err := j.compact(); err != nil {
 			return nil, err
@@ -342,9 +374,22 @@ func (j *Journal) load() error {
 			j.warnings = append(j.warnings, fmt.Sprintf("unreadable segment: %v; %d commands in flight before it are kept as seen with an unknown outcome and will not run again; others it held cannot be known", err, n))
 			continue
 		}
+		if i == len(segs)-1 {
+			if keep, torn := tornTail(segs[i].data); torn {
+				// A flush cut short by a crash: nobody was told it was written.
+				segs[i].data = segs[i].data[:keep]
+				if err := cutTail(path, int64(keep)); err != nil {
+					j.forceCompact = true
+				}
+			}
+		}
 		n, named, problem, compacted := j.applySegment(segs[i].data)
 		if compacted {
 			j.base = seq
+		} else if end, ok := batchEnd(segs[i].data, 0); len(segs) == 1 && ok && end < len(segs[i].data) {
+			// One segment of several flushes: Open writes the state as one
+			// compacted segment, as it does over several segments.
+			j.forceCompact = true
 		}
 		j.written += n
 		if problem != "" {
@@ -368,6 +413,90 @@ func (j *Journal) load() error {
 	j.segments = slices.DeleteFunc(j.segments, func(seq uint64) bool { return slices.Contains(damaged, seq) })
 	j.forceCompact = true
 	return nil
+}
+
+// tornTail reports whether a segment ends in a torn append: one or more whole batches,
+// then part of one (see "Torn tail" in the package doc), and if so the length of the
+// whole ones. A segment whose first batch is not whole, or with a batch header after
+// the part, is not torn but damaged.
+func tornTail(data []byte) (keep int, torn bool) {
+	off, batches := 0, 0
+	for off < len(data) {
+		end, ok := batchEnd(data, off)
+		if !ok {
+			break
+		}
+		off, batches = end, batches+1
+	}
+	if off == len(data) || batches == 0 {
+		return len(data), false
+	}
+	rest := data[off:]
+	if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+		for line := range bytes.SplitSeq(rest[i+1:], []byte("\n")) {
+			if _, ok := headerLine(line); ok {
+				return len(data), false
+			}
+		}
+	}
+	return off, true
+}
+
+// batchEnd returns the offset just past the whole batch that starts at off: a header
+// line and as many records as it announces, every line with a good check.
+func batchEnd(data []byte, off int) (int, bool) {
+	line, next, ok := nextLine(data, off)
+	if !ok {
+		return 0, false
+	}
+	h, ok := headerLine(line)
+	if !ok {
+		return 0, false
+	}
+	for range h.Records {
+		if line, next, ok = nextLine(data, next); !ok {
+			return 0, false
+		}
+		if _, good, sum := splitCheck(line); !good || !sum {
+			return 0, false
+		}
+	}
+	return next, true
+}
+
+// nextLine returns the whole line (newline ended) at off and the offset after it.
+func nextLine(data []byte, off int) (line []byte, next int, ok bool) {
+	i := bytes.IndexByte(data[off:], '\n')
+	if i < 0 {
+		return nil, 0, false
+	}
+	return data[off : off+i], off + i + 1, true
+}
+
+// headerLine parses a batch header line with a good check.
+func headerLine(line []byte) (header, bool) {
+	body, good, sum := splitCheck(line)
+	if !good || !sum || !bytes.HasPrefix(body, []byte(`{"op":"ids"`)) {
+		return header{}, false
+	}
+	var h header
+	if err := json.Unmarshal(body, &h); err != nil || h.Op != opHeader {
+		return header{}, false
+	}
+	return h, true
+}
+
+// cutTail cuts a torn append off the file at path.
+func cutTail(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		return err
+	}
+	return atomicfile.SyncFile(f)
 }
 
 // wholeCompacted reports whether a segment's data is a whole compacted segment: its
@@ -394,6 +523,7 @@ func (j *Journal) applySegment(data []byte) (n int, named []string, problem stri
 		return 0, nil, "empty: a segment always holds at least its header", false
 	}
 	wantRecords := -1
+	batch := 0       // good records of the current batch
 	checked := false // the segment's lines carry checks: every line must
 	damage := func(what string, line int) {
 		if problem == "" {
@@ -415,12 +545,19 @@ func (j *Journal) applySegment(data []byte) (n int, named []string, problem stri
 			named = append(named, salvageIDs(body)...)
 			continue
 		}
-		if i == 0 && checked {
+		if checked && bytes.HasPrefix(body, []byte(`{"op":"ids"`)) {
+			// A batch's header: the segment's first line, or the start of an
+			// appended batch.
 			var h header
 			if err := json.Unmarshal(body, &h); err == nil && h.Op == opHeader {
+				if wantRecords >= 0 && batch < wantRecords {
+					damage(fmt.Sprintf("%d of the %d records before it are missing", wantRecords-batch, wantRecords), i+1)
+				}
 				named = append(named, h.IDs...)
-				wantRecords = h.Records
-				compacted = h.Compacted
+				wantRecords, batch = h.Records, 0
+				if i == 0 {
+					compacted = h.Compacted
+				}
 				continue
 			}
 		}
@@ -455,12 +592,13 @@ func (j *Journal) applySegment(data []byte) (n int, named []string, problem stri
 			continue
 		}
 		n++
+		batch++
 	}
 	if checked && wantRecords < 0 && problem == "" {
 		damage("no header", 1)
 	}
-	if wantRecords >= 0 && n < wantRecords && problem == "" {
-		problem = fmt.Sprintf("%d of its %d records are missing (truncated?)", wantRecords-n, wantRecords)
+	if wantRecords >= 0 && batch < wantRecords && problem == "" {
+		problem = fmt.Sprintf("%d of its %d records are missing (truncated?)", wantRecords-batch, wantRecords)
 	}
 	if problem == "" {
 		return n, nil, "", compacted
@@ -793,8 +931,9 @@ func (j *Journal) writer() {
 			for _, w := range waiters {
 				w <- err
 			}
-			if err == nil && j.needCompaction() {
+			if err == nil && (j.mustCompact || j.needCompaction()) {
 				j.lastErr = j.compact()
+				j.mustCompact = j.mustCompact && j.lastErr != nil
 			}
 		}
 		if closed {
@@ -831,11 +970,66 @@ func (j *Journal) current() int {
 // record bound first. Open reads every segment, which is what keeps the limit finite.
 func segmentLimit(live int) int { return maxSegments + live/4 }
 
-func (j *Journal) writeSegment(recs []record) error { return j.write(recs, false) }
+// writeSegment writes recs as the next batch: appended to the active segment while it
+// has room, else as the first batch of a new one.
+func (j *Journal) writeSegment(recs []record) error {
+	data, err := encode(recs, false)
+	if err != nil {
+		return err
+	}
+	if j.active != nil && j.activeBatches < j.perFile && j.activeSize+int64(len(data)) <= segmentBytes {
+		if err := j.appendActive(data); err != nil {
+			return err
+		}
+		j.written += len(recs)
+		return nil
+	}
+	seq, err := j.create(data)
+	if err != nil {
+		return err
+	}
+	j.written += len(recs)
+	// The directory is trusted (Open): nobody else can have put a link there. A
+	// segment that cannot be opened for appending only means the next flush starts
+	// another.
+	if f, err := os.OpenFile(filepath.Join(j.dir, segmentName(seq)), os.O_WRONLY|os.O_APPEND, 0); err == nil {
+		j.active, j.activeSize, j.activeBatches = f, int64(len(data)), 1
+	}
+	return nil
+}
 
-// write writes recs as the next segment; compacted marks it as holding the whole live
-// state.
-func (j *Journal) write(recs []record, compacted bool) error {
+// appendActive appends one batch to the active segment and fsyncs it. On failure it
+// cuts the segment back to its last whole batch and closes it, so that the next flush
+// starts a new segment after a clean one; should the cut fail too, what was written
+// is a torn tail for Open, which drops it quietly, and the next flush compacts so
+// that no later segment follows it in what replay reads.
+func (j *Journal) appendActive(data []byte) error {
+	_, err := j.active.Write(data)
+	if err == nil {
+		err = atomicfile.SyncFile(j.active)
+	}
+	if err == nil {
+		j.activeSize += int64(len(data))
+		j.activeBatches++
+		return nil
+	}
+	if terr := j.active.Truncate(j.activeSize); terr != nil || atomicfile.SyncFile(j.active) != nil {
+		j.mustCompact = true
+	}
+	j.closeActive()
+	return fmt.Errorf("journal: %w", err)
+}
+
+// closeActive closes the active segment: the next flush starts a new one.
+func (j *Journal) closeActive() {
+	if j.active != nil {
+		_ = j.active.Close()
+		j.active, j.activeSize, j.activeBatches = nil, 0, 0
+	}
+}
+
+// encode returns recs as one batch: the header line, then a line a record.
+func encode(recs []record, compacted bool) ([]byte, error) {
 	h := header{Op: opHeader, Records: len(recs), Compacted: compacted}
 	seen := make(map[string]bool, len(recs))
 	for _, r := range recs {
@@ -847,25 +1041,45 @@ func (j *Journal) write(recs []record, compacted bool) error {
 	var buf bytes.Buffer
 	line, err := json.Marshal(h)
 	if err != nil {
-		return fmt.Errorf("journal: %w", err)
+		return nil, fmt.Errorf("journal: %w", err)
 	}
 	buf.Write(withCheck(line))
 	for _, r := range recs {
 		line, err := json.Marshal(r)
 		if err != nil {
-			return fmt.Errorf("journal: %w", err)
+			return nil, fmt.Errorf("journal: %w", err)
 		}
 		buf.Write(withCheck(line))
 	}
+	return buf.Bytes(), nil
+}
+
+// create writes data as the whole content of a new segment, atomically, and returns
+// its sequence number.
+func (j *Journal) create(data []byte) (uint64, error) {
+	j.closeActive()
 	seq := j.nextSeq
-	if err := atomicfile.WriteMode(filepath.Join(j.dir, segmentName(seq)), buf.Bytes(), 0o600); err != nil {
+	if err := atomicfile.WriteMode(filepath.Join(j.dir, segmentName(seq)), data, 0o600); err != nil {
 		var syncErr *atomicfile.DirSyncError
 		if !errors.As(err, &syncErr) {
-			return fmt.Errorf("journal: %w", err)
+			return 0, fmt.Errorf("journal: %w", err)
 		}
 	}
 	j.nextSeq++
 	j.segments = append(j.segments, seq)
+	return seq, nil
+}
+
+// write writes recs as a new segment of their own; compacted marks it as holding the
+// whole live state. Nothing is appended to it.
+func (j *Journal) write(recs []record, compacted bool) error {
+	data, err := encode(recs, compacted)
+	if err != nil {
+		return err
+	}
+	if _, err := j.create(data); err != nil {
+		return err
+	}
 	j.written += len(recs)
 	return nil
 }
@@ -938,5 +1152,6 @@ func (j *Journal) Close() error {
 	j.flushSoon()
 	j.mu.Unlock()
 	<-j.done
+	j.closeActive()
 	return j.lastErr
 }

@@ -135,7 +135,7 @@ func TestForgetsOldest(t *testing.T) {
 
 func TestCompaction(t *testing.T) {
 	dir := t.TempDir()
-	j := open(t, dir)
+	j := openPerFlush(t, dir)
 	n, writers := 3000, 8
 	if testing.Short() {
 		// The Windows leg runs -short under Wine, where each segment write costs ten

@@ -54,7 +54,22 @@ type spool struct {
 	lone    []*handedMsg
 	plan    []planItem
 	reader  *planReader // the file the head of the plan reads from
+	// free are files of confirmed answers kept to be reused (truncated, renamed) by
+	// the next answers rather than removed: a file made and removed per command
+	// was most of the agent's CPU under a flood of small commands (ext4's inode
+	// allocation), a rename is not. At most maxFree; swept at the next start.
+	free    []string
+	freeSeq int
 }
+
+// maxFree bounds the files kept for reuse (as many as commands can be in flight, so
+// that a steady flood makes none), and maxFreeBytes the size of a file that is kept
+// (a larger one is removed: its blocks are not worth holding); together at most 8 MiB
+// of disk.
+const (
+	maxFree      = 2048
+	maxFreeBytes = 4 << 10
+)
 
 // confirmDelay is how long after an answer's terminal left a heartbeat must have been
 // sent for its answer to confirm the terminal: the server's transport read the
@@ -203,12 +218,23 @@ func (sp *spool) appendRecord(f *os.File, name, id, output string) (*os.File, er
 // createFile makes id's file with its header.
 func (sp *spool) createFile(id string) (*os.File, error) {
 	name := sp.fileName(id)
-	// A file of that name is a leftover of an earlier run that recover did not claim;
-	// this command's answer replaces it.
-	if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
+	if f := sp.reuse(name); f != nil {
+		if err := writeRecord(f, spoolMagic+id); err != nil {
+			f.Close()
+			return nil, err
+		}
+		return f, nil
 	}
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		// A file of that name is a leftover of an earlier run that recover did not
+		// claim; this command's answer replaces it. (Removed only when there: an
+		// unlink of nothing before every new file cost two failing calls.)
+		if err = os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -217,6 +243,36 @@ func (sp *spool) createFile(id string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// reuse renames a free file to name (replacing a leftover there, as createFile does)
+// and returns it emptied, open for appending; nil when there is none to reuse. A crash
+// before the header is written leaves the file with another command's header, which
+// load refuses (and removes) as not this command's.
+func (sp *spool) reuse(name string) *os.File {
+	for {
+		sp.mu.Lock()
+		n := len(sp.free)
+		if n == 0 {
+			sp.mu.Unlock()
+			return nil
+		}
+		old := sp.free[n-1]
+		sp.free = sp.free[:n-1]
+		sp.mu.Unlock()
+		if err := os.Rename(old, name); err != nil {
+			_ = os.Remove(old)
+			continue
+		}
+		// The directory is trusted (newSpool): nobody else can have put a link
+		// there.
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0)
+		if err != nil {
+			_ = os.Remove(name)
+			continue
+		}
+		return f
+	}
 }
 
 // writeRecord writes one length- and CRC-framed record.
@@ -366,10 +422,25 @@ func (sp *spool) drop(a *answer) {
 		_ = a.file.Close()
 		a.file = nil
 	}
-	if a.name != "" {
+	if a.name != "" && !sp.keep(a) {
 		_ = os.Remove(a.name)
 	}
 	sp.used -= a.keptBytes
+}
+
+// keep puts a's file aside for reuse when there is room and it is small; sp.mu is
+// held.
+func (sp *spool) keep(a *answer) bool {
+	if len(sp.free) >= maxFree || a.keptBytes > maxFreeBytes {
+		return false
+	}
+	sp.freeSeq++
+	name := filepath.Join(sp.dir, "free-"+strconv.Itoa(sp.freeSeq)+".rows")
+	if os.Rename(a.name, name) != nil {
+		return false
+	}
+	sp.free = append(sp.free, name)
+	return true
 }
 
 // unconfirmed reports whether anything that left waits for confirmation.

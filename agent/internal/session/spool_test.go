@@ -95,9 +95,32 @@ func TestSpoolConfirm(t *testing.T) {
 	if ids := sp.confirm(left.Add(time.Millisecond)); !slices.Equal(ids, []string{"a"}) {
 		t.Fatalf("confirmed %v, want [a] (c has no terminal yet)", ids)
 	}
-	files, _ := os.ReadDir(dir)
-	if len(files) != 1 || !sp.unconfirmed() {
-		t.Errorf("after the confirmation: %d files, unconfirmed %v; want c's file and c waiting", len(files), sp.unconfirmed())
+	answers := func() (n int) {
+		files, _ := os.ReadDir(dir)
+		for _, f := range files {
+			if !strings.HasPrefix(f.Name(), "free-") {
+				n++
+			}
+		}
+		return n
+	}
+	if n := answers(); n != 1 || !sp.unconfirmed() {
+		t.Errorf("after the confirmation: %d files, unconfirmed %v; want c's file and c waiting", n, sp.unconfirmed())
+	}
+	// a's file is kept for reuse: the next answer takes it, emptied, under its name.
+	if len(sp.free) != 1 {
+		t.Fatalf("%d files kept for reuse, want a's", len(sp.free))
+	}
+	push(sp, "d", "r|d")
+	if n := answers(); len(sp.free) != 0 || n != 2 {
+		t.Errorf("d's answer: %d kept for reuse, %d answer files; want a's file reused as d's", len(sp.free), n)
+	}
+	restored := &answer{id: "d"}
+	sp.mu.Lock()
+	sp.load(restored)
+	sp.mu.Unlock()
+	if restored.kept != 1 || restored.damaged {
+		t.Errorf("d's reused file read back: %d messages, damaged %v; want its one", restored.kept, restored.damaged)
 	}
 	sp.broken()
 	if got := drainPlan(sp); !slices.Equal(got, []string{"c:RUNNING:r|0"}) {

@@ -83,6 +83,7 @@ func (e *engine) walk(root string) {
 		return bufs[depth]
 	}
 	scratch := make([]byte, 0, 512)
+	nameZ := make([]byte, 0, 257) // a file's name and its NUL (openFile)
 	// Each file queued is filled into fileJob (the queue takes a copy), so a
 	// file costs no allocation.
 	fileJob := new(job)
@@ -153,7 +154,7 @@ func (e *engine) walk(root string) {
 				e.unreadable.Add(1)
 				continue
 			}
-			if !e.openFile(top.d.fd, top.path, rawName, noatime, fileJob) {
+			if !e.openFile(top.d.fd, top.path, rawName, noatime, fileJob, &nameZ) {
 				return
 			}
 		default:
@@ -205,17 +206,20 @@ func (e *engine) openDir(parent int, name, path string, parentDev uint64) (int, 
 // judges it on the descriptor and queues it for hashing. It returns false
 // when the walk has stopped. dir is the path of the directory parent holds; j
 // is the walk's scratch job, which the file is filled into.
-func (e *engine) openFile(parent int, dir string, name []byte, noatime int, j *job) bool {
+func (e *engine) openFile(parent int, dir string, name []byte, noatime int, j *job, nameZ *[]byte) bool {
 	if h := beforeOpenFile.Load(); h != nil {
 		(*h)(joinPath(dir, string(name)))
 	}
 	// The name is only read during the calls below, while the listing
-	// buffer it points into stays as it is: no copy per file.
+	// buffer it points into stays as it is: no copy per file. The open takes
+	// it NUL-terminated, from the walk's own buffer (nameZ), so that it makes
+	// no copy either.
 	sname := unsafe.String(unsafe.SliceData(name), len(name))
+	*nameZ = append(append((*nameZ)[:0], name...), 0)
 	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOCTTY
-	fd, err := pathcheck.OpenBeneath(parent, sname, flags|noatime)
+	fd, err := pathcheck.OpenEntry(parent, *nameZ, flags|noatime)
 	if noatime != 0 && errors.Is(err, unix.EPERM) {
-		fd, err = pathcheck.OpenBeneath(parent, sname, flags)
+		fd, err = pathcheck.OpenEntry(parent, *nameZ, flags)
 	}
 	if err != nil {
 		switch {

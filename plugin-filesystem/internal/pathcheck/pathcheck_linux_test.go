@@ -504,3 +504,50 @@ func TestOpenBeneathAllocs(t *testing.T) {
 		}
 	}
 }
+
+// OpenEntry opens an entry as OpenBeneath does, with and without openat2: a file,
+// never a link, never a malformed name, and without allocating.
+func TestOpenEntry(t *testing.T) {
+	for _, fallback := range []bool{false, true} {
+		if !fallback && !Openat2Available() {
+			continue
+		}
+		ForceFallback(fallback)
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("f", filepath.Join(dir, "l")); err != nil {
+			t.Fatal(err)
+		}
+		dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd, err := OpenEntry(dfd, []byte("f\x00"), unix.O_RDONLY)
+		if err != nil {
+			t.Fatalf("fallback %v: %v", fallback, err)
+		}
+		unix.Close(fd)
+		if fd, err := OpenEntry(dfd, []byte("l\x00"), unix.O_RDONLY); err == nil {
+			unix.Close(fd)
+			t.Errorf("fallback %v: a symbolic link was followed", fallback)
+		}
+		for _, bad := range []string{"f", "", "\x00"} {
+			if fd, err := OpenEntry(dfd, []byte(bad), unix.O_RDONLY); err == nil {
+				unix.Close(fd)
+				t.Errorf("fallback %v: name %q taken", fallback, bad)
+			}
+		}
+		name := []byte("f\x00")
+		if n := testing.AllocsPerRun(10, func() {
+			if fd, err := OpenEntry(dfd, name, unix.O_RDONLY); err == nil {
+				unix.Close(fd)
+			}
+		}); n != 0 {
+			t.Errorf("fallback %v: %.0f allocations per open, want none", fallback, n)
+		}
+		unix.Close(dfd)
+	}
+	ForceFallback(false)
+}

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The ratios of issue 34 that need a second build or a raw go-plugin twin, each measured
+# side by side in one run and printed beside its goal (a missed goal is reported, never
+# fatal: the build machines are shared):
+#
+#   fleet commands  BenchmarkFleetCommands (1,000 `tags count` at once through the test
+#                   fleet server and `yuzu-agent run`) on the agent of BENCH_BASE and on
+#                   ours, in turn, ROUNDS times with the same test harness: the median
+#                   of ours over the median of the base, goal >= 4x.
+#   idle start      BenchmarkIdleFirstCommand: the first command after an idle stop
+#                   against a raw go-plugin start of the same child, goal <= 2x.
+#   spool           BenchmarkFleetRows: rows/s to the server with the answer spool and
+#                   its ratio to no spool (reported, no goal).
+#
+# BENCH_BASE is a git ref (default 0d02962, the commit before issue 34's changes); its
+# agent is built from `git archive`, the checkout is not touched. ROUNDS defaults to 3.
+# The exit status is non-zero only when a benchmark is broken.
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+base_ref=${BENCH_BASE:-0d02962}
+rounds=${ROUNDS:-3}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+say "bench-ratios: base $base_ref ($(git rev-parse --short "$base_ref")), ours $(git rev-parse --short HEAD)$(git diff --quiet || echo ' with local changes')"
+mkdir "$work/base-src"
+git archive "$base_ref" | tar -x -C "$work/base-src"
+# The harness is ours for both sides: only the binaries differ.
+(cd integration && CGO_ENABLED=0 go test -c -o "$work/integration.test" .)
+(cd integration && YUZU_INTEGRATION_BUILD_ONLY=1 YUZU_INTEGRATION_BIN="$work/ours" "$work/integration.test" >/dev/null)
+cp -r "$work/ours" "$work/base"
+(cd "$work/base-src/agent" && CGO_ENABLED=0 go build -o "$work/base/yuzu-agent" ./cmd/yuzu-agent)
+
+# metric SIDE BENCH UNIT: one run of BENCH on SIDE's binaries, printing UNIT's value.
+metric() {
+	local out
+	out=$(cd integration && YUZU_INTEGRATION_BIN="$work/$1" "$work/integration.test" -test.run '^$' -test.bench "^$2\$" -test.benchtime "${4:-3x}" 2>&1) || {
+		warn "$out"
+		warn "bench-ratios: $2 on $1 failed"
+		return 1
+	}
+	awk -v u="$3" '$1 ~ /^Benchmark/ { for (i = 2; i < NF; i++) if ($(i + 1) == u) print $i }' <<<"$out"
+}
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+verdict() { awk -v v="$1" -v g="$2" -v op="$3" 'BEGIN { ok = (op == ">=") ? v >= g : v <= g; print (ok ? "meets goal" : "MISSES goal") }'; }
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+
+: >"$work/fleet"
+for ((i = 1; i <= rounds; i++)); do
+	for side in base ours; do
+		v=$(metric "$side" BenchmarkFleetCommands commands/s)
+		[[ -n $v ]] || { warn "bench-ratios: no commands/s from $side"; exit 1; }
+		echo "$side $v" >>"$work/fleet"
+		say "fleet commands round $i $side: $v commands/s (load $(load))"
+	done
+done
+b=$(awk '$1 == "base" { print $2 }' "$work/fleet" | median)
+o=$(awk '$1 == "ours" { print $2 }' "$work/fleet" | median)
+r=$(awk -v o="$o" -v b="$b" 'BEGIN { printf "%.2f", o / b }')
+say "RESULT fleet commands: ours $o commands/s, base $b: ${r}x (goal >= 4x: $(verdict "$r" 4 '>='))"
+
+: >"$work/idle"
+for ((i = 1; i <= rounds; i++)); do
+	metric ours BenchmarkIdleFirstCommand idle/raw 20x >>"$work/idle"
+done
+r=$(median <"$work/idle")
+say "RESULT first command after an idle stop: ${r}x a raw go-plugin start (goal <= 2x: $(verdict "$r" 2 '<=')); rounds: $(tr '\n' ' ' <"$work/idle")"
+
+out=$(cd integration && YUZU_INTEGRATION_BIN="$work/ours" "$work/integration.test" -test.run '^$' -test.bench '^BenchmarkFleetRows$' -test.benchtime 2x 2>&1) || {
+	warn "$out"
+	warn "bench-ratios: BenchmarkFleetRows failed"
+	exit 1
+}
+unit() { awk -v u="$1" '$1 ~ /^Benchmark/ { for (i = 2; i < NF; i++) if ($(i + 1) == u) print $i }' <<<"$out"; }
+rows=$(unit rows/s)
+ratio=$(unit spool/no-spool)
+say "RESULT rows to the server with the spool: $rows rows/s, $ratio of no spool (no goal; load $(load))"
