@@ -17,6 +17,7 @@ import (
 	"github.com/yuzugo/yuzu/agent/fleetpb/commonv1"
 	"github.com/yuzugo/yuzu/agent/internal/journal"
 	"github.com/yuzugo/yuzu/agent/internal/metrics"
+	"github.com/yuzugo/yuzu/agent/internal/spool"
 	"github.com/yuzugo/yuzu/agent/internal/stacks"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/sdk"
@@ -190,7 +191,7 @@ func (s *Session) handle(ctx context.Context, req *agentv1.CommandRequest) {
 		return
 	case dup:
 		s.log.Debug("duplicate command still in flight", "id", shown(id))
-		_ = s.out.push(ctx, outMsg{resp: running(id, msgDuplicate), keep: true})
+		_ = s.out.Push(ctx, spool.Msg{Resp: spool.Running(id, msgDuplicate), Keep: true})
 		return
 	}
 	if e, ok := s.o.Journal.Lookup(id); ok {
@@ -307,11 +308,11 @@ func (s *Session) reject(ctx context.Context, req *agentv1.CommandRequest, reaso
 	// Debug, not info: a server flooding bad commands must not flood the log.
 	s.log.Debug("command rejected", "id", shown(req.GetCommandId()), "plugin", shown(req.GetPlugin()), "action", shown(req.GetAction()), "reason", rows.Printable(reason))
 	s.o.Metrics.Command(s.pluginLabel(req.GetPlugin()), "rejected", 0)
-	_ = s.out.push(ctx, outMsg{resp: rejected(req.GetCommandId(), reason), keep: true})
+	_ = s.out.Push(ctx, spool.Msg{Resp: rejected(req.GetCommandId(), reason), Keep: true})
 }
 
 func rejected(id, reason string) *agentv1.CommandResponse {
-	return &agentv1.CommandResponse{CommandId: id, Status: agentv1.CommandResponse_REJECTED, Output: reason, SentAt: now()}
+	return &agentv1.CommandResponse{CommandId: id, Status: agentv1.CommandResponse_REJECTED, Output: reason, SentAt: spool.Now()}
 }
 
 // pluginLabel is the metrics label for a plugin name: known names only.
@@ -328,9 +329,9 @@ func (s *Session) pluginLabel(name string) string {
 func (s *Session) replay(ctx context.Context, e journal.Entry) {
 	if e.Unknown {
 		s.log.Warn("repeated command id whose journal record was damaged: answering outcome unknown, not running it again", "id", shown(e.ID))
-		_ = s.out.push(ctx, outMsg{resp: running(e.ID, rows.Format("error", msgOutcomeUnknown)), keep: true})
-		_ = s.out.push(ctx, outMsg{resp: &agentv1.CommandResponse{CommandId: e.ID, Status: agentv1.CommandResponse_FAILURE, ExitCode: 1, SentAt: now(),
-			Error: &commonv1.ErrorDetail{Code: "outcome_unknown", Message: msgOutcomeUnknown}}, keep: true})
+		_ = s.out.Push(ctx, spool.Msg{Resp: spool.Running(e.ID, rows.Format("error", msgOutcomeUnknown)), Keep: true})
+		_ = s.out.Push(ctx, spool.Msg{Resp: &agentv1.CommandResponse{CommandId: e.ID, Status: agentv1.CommandResponse_FAILURE, ExitCode: 1, SentAt: spool.Now(),
+			Error: &commonv1.ErrorDetail{Code: "outcome_unknown", Message: msgOutcomeUnknown}}, Keep: true})
 		return
 	}
 	resp := &agentv1.CommandResponse{}
@@ -339,9 +340,9 @@ func (s *Session) replay(ctx context.Context, e journal.Entry) {
 		resp = &agentv1.CommandResponse{CommandId: e.ID, Status: agentv1.CommandResponse_FAILURE, ExitCode: 1,
 			Error: &commonv1.ErrorDetail{Code: "agent_dispatch_error", Message: "the recorded answer of this command is damaged; it was not run again"}}
 	}
-	resp.SentAt = now()
+	resp.SentAt = spool.Now()
 	s.log.Info("repeated command id answered from the journal", "id", shown(e.ID), "status", resp.GetStatus().String())
-	_ = s.out.push(ctx, outMsg{resp: resp, keep: true})
+	_ = s.out.Push(ctx, spool.Msg{Resp: resp, Keep: true})
 }
 
 // run sleeps the command's stagger and delay, runs it and answers.
@@ -482,7 +483,7 @@ func (s *Session) answer(c *command, rel *relay, res sdk.Result, err error) {
 			CommandId:          c.id,
 			Status:             status,
 			ExitCode:           int32(max(min(res.Code, 1<<31-1), -1<<31)),
-			SentAt:             now(),
+			SentAt:             spool.Now(),
 			PluginResultStatus: resultStatus(res.Status),
 		}
 		s.finish(c, resp)
@@ -516,7 +517,7 @@ func (s *Session) failed(c *command, rel *relay, status agentv1.CommandResponse_
 		Status:    status,
 		ExitCode:  1,
 		Error:     &commonv1.ErrorDetail{Code: code, Message: truncate(msg, 1024)},
-		SentAt:    now(),
+		SentAt:    spool.Now(),
 	})
 }
 
@@ -526,15 +527,15 @@ func (s *Session) failed(c *command, rel *relay, status agentv1.CommandResponse_
 func (s *Session) finish(c *command, resp *agentv1.CommandResponse) {
 	ran := c.started.Load()
 	inPlugin := c.inPlugin()
-	if row, sealed := s.spool.seal(resp, false); row != "" {
+	if row, sealed := s.spool.Seal(resp, false); row != "" {
 		s.log.Warn("answer may miss rows: the connection broke while more was in flight than the spool keeps", "id", shown(c.id))
-		_ = s.out.push(s.life, outMsg{resp: running(c.id, row), kind: kindRows, idx: s.spool.rows(c.id, row)})
+		_ = s.out.Push(s.life, spool.Msg{Resp: spool.Running(c.id, row), Kind: spool.KindRows, Idx: s.spool.Rows(c.id, row)})
 		resp = sealed
 	}
 	if ran {
-		timing := running(c.id, timingPrefix+strconv.FormatInt(inPlugin.Milliseconds(), 10))
-		s.spool.timing(timing)
-		_ = s.out.push(s.life, outMsg{resp: timing, kind: kindTiming})
+		timing := spool.Running(c.id, timingPrefix+strconv.FormatInt(inPlugin.Milliseconds(), 10))
+		s.spool.Timing(timing)
+		_ = s.out.Push(s.life, spool.Msg{Resp: timing, Kind: spool.KindTiming})
 		s.executedCnt.Add(1)
 	} else {
 		s.o.Metrics.QueueAdd(-1)
@@ -603,9 +604,9 @@ func (r *relay) progress(done, total uint64, unit string) {
 		return
 	}
 	// The unit comes from the plugin: escaped and bounded like server text.
-	msg := running(r.id, rows.Format(progressKind, "done="+strconv.FormatUint(done, 10),
+	msg := spool.Running(r.id, rows.Format(progressKind, "done="+strconv.FormatUint(done, 10),
 		"total="+strconv.FormatUint(total, 10), "unit="+shown(unit)))
-	if r.s.out.offer(outMsg{resp: msg, kind: kindProgress}) {
+	if r.s.out.Offer(spool.Msg{Resp: msg, Kind: spool.KindProgress}) {
 		r.progressLast = now
 	}
 }
@@ -652,8 +653,8 @@ func (r *relay) flush() error {
 	if len(r.buf) == 0 {
 		return nil
 	}
-	msg := running(r.id, string(r.buf))
+	msg := spool.Running(r.id, string(r.buf))
 	r.buf = r.buf[:0]
-	idx := r.s.spool.rows(r.id, msg.Output)
-	return r.s.out.push(r.s.life, outMsg{resp: msg, kind: kindRows, idx: idx})
+	idx := r.s.spool.Rows(r.id, msg.Output)
+	return r.s.out.Push(r.s.life, spool.Msg{Resp: msg, Kind: spool.KindRows, Idx: idx})
 }

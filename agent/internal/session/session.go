@@ -32,6 +32,7 @@ import (
 	"github.com/yuzugo/yuzu/agent/internal/identity"
 	"github.com/yuzugo/yuzu/agent/internal/journal"
 	"github.com/yuzugo/yuzu/agent/internal/metrics"
+	"github.com/yuzugo/yuzu/agent/internal/spool"
 	"github.com/yuzugo/yuzu/agent/internal/sysinfo"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/agent/update"
@@ -186,8 +187,8 @@ func (e *RejectedError) Error() string {
 type Session struct {
 	o     Options
 	log   hclog.Logger
-	out   *outbox
-	spool *spool
+	out   *spool.Outbox
+	spool *spool.Spool
 	disp  *dispatch.Dispatcher
 	start time.Time
 
@@ -248,7 +249,7 @@ func New(o Options) *Session {
 	s := &Session{
 		o:         o,
 		log:       o.Logger,
-		out:       newOutbox(outboxLimit),
+		out:       spool.NewOutbox(outboxLimit),
 		inflight:  map[string]*command{},
 		manifests: map[string]host.Manifest{},
 		start:     time.Now(),
@@ -268,12 +269,12 @@ func New(o Options) *Session {
 // *RejectedError when the server refused the registration for good.
 func (s *Session) Run(ctx context.Context) error {
 	defer s.endLife()
-	sp, err := newSpool(s.o.SpoolDir, s.o.SpoolAnswerBytes, s.o.SpoolTotalBytes)
+	sp, err := spool.NewSpool(s.o.SpoolDir, s.o.SpoolAnswerBytes, s.o.SpoolTotalBytes)
 	if err != nil {
 		return err
 	}
 	s.spool = sp
-	defer sp.close()
+	defer sp.Close()
 	s.recover()
 	attempt := 0
 	var result error
@@ -295,7 +296,7 @@ func (s *Session) Run(ctx context.Context) error {
 		registered, err := s.connect(ctx)
 		// Whatever that stream took and the server has not confirmed goes again,
 		// first, on the next one.
-		s.spool.broken()
+		s.spool.Broken()
 		if registered {
 			attempt = 0
 		}
@@ -319,7 +320,7 @@ func (s *Session) Run(ctx context.Context) error {
 		attempt++
 	}
 	s.stop()
-	if n := s.out.len(); n > 0 || s.spool.unconfirmed() {
+	if n := s.out.Len(); n > 0 || s.spool.Unconfirmed() {
 		s.log.Info("stopped with answers not yet delivered or confirmed; they are kept and sent after the next start", "queued", n)
 	}
 	return result
@@ -353,22 +354,22 @@ func (s *Session) recover() {
 			s.log.Warn("command journal: dropped an answer that does not decode", "id", rows.Printable(e.ID), "error", err)
 			continue
 		}
-		s.spool.restore(e.ID, resp)
+		s.spool.Restore(e.ID, resp)
 	}
 	for _, id := range s.o.Journal.Interrupted() {
 		s.log.Warn("command was interrupted when the agent stopped; answering FAILURE, not running it again", "id", rows.Printable(id))
-		s.spool.restore(id, nil)
+		s.spool.Restore(id, nil)
 		resp := &agentv1.CommandResponse{
 			CommandId: id,
 			Status:    agentv1.CommandResponse_FAILURE,
 			ExitCode:  1,
 			Error:     &commonv1.ErrorDetail{Code: "command_interrupted", Message: msgInterrupted},
-			SentAt:    now(),
+			SentAt:    spool.Now(),
 		}
 		rel := &relay{s: s, id: id}
 		_ = rel.end(rows.Format("error", msgInterrupted))
-		if row, _ := s.spool.seal(resp, true); row != "" {
-			_ = s.out.push(s.life, outMsg{resp: running(id, row)})
+		if row, _ := s.spool.Seal(resp, true); row != "" {
+			_ = s.out.Push(s.life, spool.Msg{Resp: spool.Running(id, row)})
 		}
 		s.settle(id, resp, true)
 	}
@@ -376,8 +377,8 @@ func (s *Session) recover() {
 		s.log.Warn("command was waiting to start when the agent stopped; answering REJECTED, it did not run", "id", rows.Printable(id))
 		s.settle(id, rejected(id, msgNotStarted), false)
 	}
-	s.spool.sweep()
-	s.spool.broken()
+	s.spool.Sweep()
+	s.spool.Broken()
 }
 
 const (
@@ -398,7 +399,7 @@ func (s *Session) settle(id string, resp *agentv1.CommandResponse, replay bool) 
 	data, err := proto.Marshal(slim(resp))
 	if err != nil {
 		s.log.Error("command answer does not encode; sending it unrecorded", "id", rows.Printable(id), "error", err)
-		_ = s.out.push(s.life, outMsg{resp: resp, kind: kindTerminal})
+		_ = s.out.Push(s.life, spool.Msg{Resp: resp, Kind: spool.KindTerminal})
 		return
 	}
 	e := journal.Entry{ID: id, Response: data, Replay: replay}
@@ -408,13 +409,13 @@ func (s *Session) settle(id string, resp *agentv1.CommandResponse, replay bool) 
 	if !holding {
 		if err = s.o.Journal.Finish(e); err == nil {
 			s.journalWrote()
-			_ = s.out.push(s.life, outMsg{resp: resp, kind: kindTerminal})
+			_ = s.out.Push(s.life, spool.Msg{Resp: resp, Kind: spool.KindTerminal})
 			return
 		}
 		s.journalFailed(err)
 	}
 	if !replay {
-		_ = s.out.push(s.life, outMsg{resp: resp, kind: kindTerminal})
+		_ = s.out.Push(s.life, spool.Msg{Resp: resp, Kind: spool.KindTerminal})
 		return
 	}
 	s.heldMu.Lock()
@@ -463,7 +464,7 @@ func (s *Session) holdRetry() {
 		s.heldMu.Lock()
 		s.held = s.held[1:]
 		s.heldMu.Unlock()
-		_ = s.out.push(s.life, outMsg{resp: h.resp, kind: kindTerminal})
+		_ = s.out.Push(s.life, spool.Msg{Resp: h.resp, Kind: spool.KindTerminal})
 	}
 }
 
@@ -519,12 +520,6 @@ func slim(resp *agentv1.CommandResponse) *agentv1.CommandResponse {
 		e.Metadata = nil
 	}
 	return c
-}
-
-func now() *commonv1.Timestamp { return &commonv1.Timestamp{MillisEpoch: time.Now().UnixMilli()} }
-
-func running(id, output string) *agentv1.CommandResponse {
-	return &agentv1.CommandResponse{CommandId: id, Status: agentv1.CommandResponse_RUNNING, Output: output}
 }
 
 // stop cancels the commands in flight and waits for their answers, at most StopWait.
@@ -679,8 +674,8 @@ func (s *Session) connect(ctx context.Context) (registered bool, err error) {
 func (s *Session) drain(stream agentv1.AgentService_SubscribeClient, recvDone <-chan error, stopSend func(), sendDone <-chan error, wait time.Duration) {
 	dctx, cancel := context.WithTimeout(context.Background(), drainWait)
 	defer cancel()
-	err := s.out.waitEmpty(dctx)
-	for err == nil && s.spool.planned() {
+	err := s.out.WaitEmpty(dctx)
+	for err == nil && s.spool.Planned() {
 		// A re-send is still under way; it is short, and bounded by the drain.
 		select {
 		case <-dctx.Done():
@@ -689,7 +684,7 @@ func (s *Session) drain(stream agentv1.AgentService_SubscribeClient, recvDone <-
 		}
 	}
 	if err != nil {
-		s.log.Warn("stopping: not every answer left before the drain deadline; the rest are kept for the next start", "waiting", s.out.len())
+		s.log.Warn("stopping: not every answer left before the drain deadline; the rest are kept for the next start", "waiting", s.out.Len())
 		return
 	}
 	// Only the sender touches the sending side until it has returned: gRPC does not
@@ -713,7 +708,7 @@ func (s *Session) drain(stream agentv1.AgentService_SubscribeClient, recvDone <-
 		if err == nil {
 			// The server ended the call after reading the agent's half-close, so
 			// it has read every message before it.
-			s.confirm(time.Now().Add(s.spool.confirmDelay))
+			s.confirm(time.Now().Add(s.spool.ConfirmDelay))
 		}
 	case <-t.C:
 		s.log.Debug("stopping: the server did not end the command stream after the agent's last answer")
@@ -848,24 +843,24 @@ func (s *Session) receive(ctx context.Context, stream agentv1.AgentService_Subsc
 // once Send has taken it, and the spool then keeps it until it is confirmed.
 func (s *Session) send(ctx context.Context, stream agentv1.AgentService_SubscribeClient) error {
 	for {
-		m, planned := s.spool.next()
+		m, planned := s.spool.Next()
 		if !planned {
 			var err error
-			if m, err = s.out.peek(ctx); err != nil {
+			if m, err = s.out.Peek(ctx); err != nil {
 				return nil
 			}
 		}
-		if err := stream.Send(m.resp); err != nil {
+		if err := stream.Send(m.Resp); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("send: %w", err)
 		}
 		if planned {
-			s.spool.pop(time.Now())
+			s.spool.Pop(time.Now())
 		} else {
-			s.out.pop()
-			s.spool.handed(m, time.Now())
+			s.out.Pop()
+			s.spool.Handed(m, time.Now())
 		}
 	}
 }
@@ -873,7 +868,7 @@ func (s *Session) send(ctx context.Context, stream agentv1.AgentService_Subscrib
 // confirm tells the journal that the answers a heartbeat sent at sent has confirmed
 // are delivered (the spool forgets them).
 func (s *Session) confirm(sent time.Time) {
-	for _, id := range s.spool.confirm(sent.Add(-s.spool.confirmDelay)) {
+	for _, id := range s.spool.Confirm(sent.Add(-s.spool.ConfirmDelay)) {
 		s.o.Journal.MarkSent(id)
 	}
 }
@@ -897,13 +892,13 @@ func (s *Session) heartbeat(ctx context.Context, client agentv1.AgentServiceClie
 		case <-t.C:
 		}
 		tags := s.statusTags()
-		if time.Since(last) < s.o.Heartbeat && !s.spool.unconfirmed() && tags[pluginsTag] == plugins {
+		if time.Since(last) < s.o.Heartbeat && !s.spool.Unconfirmed() && tags[pluginsTag] == plugins {
 			continue
 		}
 		sent := time.Now()
 		last = sent
 		hctx, cancel := context.WithTimeout(ctx, min(s.o.Heartbeat, 30*time.Second))
-		_, err := client.Heartbeat(hctx, &agentv1.HeartbeatRequest{SessionId: sid, SentAt: now(), StatusTags: tags})
+		_, err := client.Heartbeat(hctx, &agentv1.HeartbeatRequest{SessionId: sid, SentAt: spool.Now(), StatusTags: tags})
 		cancel()
 		switch {
 		case err == nil:

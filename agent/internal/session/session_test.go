@@ -12,6 +12,7 @@ import (
 	"github.com/yuzugo/yuzu/agent/fleetpb/agentv1"
 	"github.com/yuzugo/yuzu/agent/fleetpb/commonv1"
 	"github.com/yuzugo/yuzu/agent/internal/journal"
+	"github.com/yuzugo/yuzu/agent/internal/spool"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/host"
@@ -62,7 +63,7 @@ func TestWaitFor(t *testing.T) {
 }
 
 func TestRelayChunks(t *testing.T) {
-	s := &Session{out: newOutbox(1 << 30), life: context.Background(), spool: &spool{answers: map[string]*answer{}}}
+	s := &Session{out: spool.NewOutbox(1 << 30), life: context.Background(), spool: mustSpool(t)}
 	r := &relay{s: s, id: "c"}
 	row := strings.Repeat("r", 1000)
 	batch := make([]string, 200) // 200,199 bytes joined
@@ -83,13 +84,13 @@ func TestRelayChunks(t *testing.T) {
 		t.Errorf("a row after the end: %v, want errAnswered", err)
 	}
 	var got []string
-	for s.out.len() > 0 {
-		m, _ := s.out.peek(context.Background())
-		s.out.pop()
-		if m.resp.GetStatus() != agentv1.CommandResponse_RUNNING || m.resp.GetCommandId() != "c" {
-			t.Fatalf("message %v", m.resp)
+	for s.out.Len() > 0 {
+		m, _ := s.out.Peek(context.Background())
+		s.out.Pop()
+		if m.Resp.GetStatus() != agentv1.CommandResponse_RUNNING || m.Resp.GetCommandId() != "c" {
+			t.Fatalf("message %v", m.Resp)
 		}
-		got = append(got, m.resp.GetOutput())
+		got = append(got, m.Resp.GetOutput())
 	}
 	var joined []string
 	for _, out := range got {
@@ -116,48 +117,48 @@ func sizes(ss []string) []int {
 }
 
 func TestOutboxBound(t *testing.T) {
-	o := newOutbox(1000)
-	msg := func(n int, terminal bool) outMsg {
-		m := outMsg{resp: &agentv1.CommandResponse{CommandId: "x", Output: strings.Repeat("o", n)}}
+	o := spool.NewOutbox(1000)
+	msg := func(n int, terminal bool) spool.Msg {
+		m := spool.Msg{Resp: &agentv1.CommandResponse{CommandId: "x", Output: strings.Repeat("o", n)}}
 		if terminal {
-			m.kind = kindTerminal
+			m.Kind = spool.KindTerminal
 		}
 		return m
 	}
 	ctx := context.Background()
-	if err := o.push(ctx, msg(5000, false)); err != nil {
+	if err := o.Push(ctx, msg(5000, false)); err != nil {
 		t.Fatal("an empty outbox must take any message:", err)
 	}
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	if err := o.push(short, msg(10, false)); !errors.Is(err, context.DeadlineExceeded) {
+	if err := o.Push(short, msg(10, false)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("a full outbox took a row message: %v", err)
 	}
-	if err := o.push(short, msg(10, true)); err != nil {
+	if err := o.Push(short, msg(10, true)); err != nil {
 		t.Errorf("a terminal answer must never wait: %v", err)
 	}
 	keep := msg(10, false)
-	keep.keep = true
-	if err := o.push(short, keep); err != nil {
+	keep.Keep = true
+	if err := o.Push(short, keep); err != nil {
 		t.Errorf("a keep message must be queued when its context ends: %v", err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- o.push(ctx, msg(10, false)) }()
-	first, _ := o.peek(ctx)
-	if len(first.resp.GetOutput()) != 5000 {
+	go func() { done <- o.Push(ctx, msg(10, false)) }()
+	first, _ := o.Peek(ctx)
+	if len(first.Resp.GetOutput()) != 5000 {
 		t.Fatal("not in order")
 	}
-	o.pop()
+	o.Pop()
 	if err := <-done; err != nil {
 		t.Errorf("push after room was made: %v", err)
 	}
-	if o.len() != 3 {
-		t.Errorf("%d messages, want 3", o.len())
+	if o.Len() != 3 {
+		t.Errorf("%d messages, want 3", o.Len())
 	}
-	for o.len() > 0 {
-		o.pop()
+	for o.Len() > 0 {
+		o.Pop()
 	}
-	if err := o.waitEmpty(short); err != nil {
+	if err := o.WaitEmpty(short); err != nil {
 		t.Errorf("waitEmpty on an empty outbox: %v", err)
 	}
 }
@@ -264,7 +265,7 @@ func TestRejectedError(t *testing.T) {
 // Progress reports become RUNNING __progress__ messages: at most one per interval,
 // none when the outbox has no room, none once the command's last rows are in.
 func TestRelayProgress(t *testing.T) {
-	s := &Session{out: newOutbox(1000), life: context.Background(), spool: &spool{answers: map[string]*answer{}}}
+	s := &Session{out: spool.NewOutbox(1000), life: context.Background(), spool: mustSpool(t)}
 	r := &relay{s: s, id: "c", every: time.Hour}
 	for i := range 100 {
 		r.progress(uint64(i), 100, "files\n|x")
@@ -278,13 +279,13 @@ func TestRelayProgress(t *testing.T) {
 	}
 	r.progress(100, 100, "files")
 	var got []string
-	for s.out.len() > 0 {
-		m, _ := s.out.peek(context.Background())
-		s.out.pop()
-		if m.resp.GetStatus() != agentv1.CommandResponse_RUNNING || m.resp.GetCommandId() != "c" {
-			t.Fatalf("message %v", m.resp)
+	for s.out.Len() > 0 {
+		m, _ := s.out.Peek(context.Background())
+		s.out.Pop()
+		if m.Resp.GetStatus() != agentv1.CommandResponse_RUNNING || m.Resp.GetCommandId() != "c" {
+			t.Fatalf("message %v", m.Resp)
 		}
-		got = append(got, m.resp.GetOutput())
+		got = append(got, m.Resp.GetOutput())
 	}
 	want := []string{`__progress__|done=0|total=100|unit=files\x0a|x`, "row"} // the last field keeps its "|" (package rows)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -292,7 +293,7 @@ func TestRelayProgress(t *testing.T) {
 	}
 
 	// A full outbox drops the report rather than making the plugin wait.
-	s.out = newOutbox(10)
+	s.out = spool.NewOutbox(10)
 	r = &relay{s: s, id: "d"}
 	if err := r.rows([]string{strings.Repeat("r", 100)}); err != nil {
 		t.Fatal(err)
@@ -302,7 +303,18 @@ func TestRelayProgress(t *testing.T) {
 	}
 	r.ended = false
 	r.progress(1, 2, "files")
-	if n := s.out.len(); n != 1 {
+	if n := s.out.Len(); n != 1 {
 		t.Errorf("%d messages queued, want only the row", n)
 	}
+}
+
+// mustSpool is a spool that keeps nothing on disk and confirms at once.
+func mustSpool(t *testing.T) *spool.Spool {
+	t.Helper()
+	sp, err := spool.NewSpool("", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.ConfirmDelay = 0
+	return sp
 }

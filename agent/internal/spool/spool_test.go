@@ -1,4 +1,4 @@
-package session
+package spool
 
 import (
 	"os"
@@ -11,37 +11,37 @@ import (
 	"github.com/yuzugo/yuzu/agent/fleetpb/agentv1"
 )
 
-func testSpool(t *testing.T, perAnswer, total int64) (*spool, string) {
+func testSpool(t *testing.T, perAnswer, total int64) (*Spool, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "spool")
-	sp, err := newSpool(dir, perAnswer, total)
+	sp, err := NewSpool(dir, perAnswer, total)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(sp.close)
+	t.Cleanup(sp.Close)
 	return sp, dir
 }
 
 // push is what the relay does with a RUNNING message: keep it, then queue it.
-func push(sp *spool, id, output string) outMsg {
-	return outMsg{resp: running(id, output), kind: kindRows, idx: sp.rows(id, output)}
+func push(sp *Spool, id, output string) Msg {
+	return Msg{Resp: Running(id, output), Kind: KindRows, Idx: sp.Rows(id, output)}
 }
 
 // drainPlan takes every planned message as a stream would.
-func drainPlan(sp *spool) []string {
+func drainPlan(sp *Spool) []string {
 	var out []string
 	for {
-		m, ok := sp.next()
+		m, ok := sp.Next()
 		if !ok {
 			return out
 		}
-		out = append(out, m.resp.GetCommandId()+":"+m.resp.GetStatus().String()+":"+m.resp.GetOutput())
-		sp.pop(time.Now())
+		out = append(out, m.Resp.GetCommandId()+":"+m.Resp.GetStatus().String()+":"+m.Resp.GetOutput())
+		sp.Pop(time.Now())
 	}
 }
 
 func terminalOf(id string, st agentv1.CommandResponse_Status) *agentv1.CommandResponse {
-	return &agentv1.CommandResponse{CommandId: id, Status: st, SentAt: now()}
+	return &agentv1.CommandResponse{CommandId: id, Status: st, SentAt: Now()}
 }
 
 // A break re-sends what left, whole from the first message, and nothing that had not
@@ -50,11 +50,11 @@ func TestSpoolResendsWhatLeft(t *testing.T) {
 	sp, _ := testSpool(t, 1<<20, 1<<20)
 	m0, m1 := push(sp, "a", "r|0\nr|1"), push(sp, "a", "r|2")
 	push(sp, "a", "r|3") // still queued when the stream breaks
-	sp.handed(m0, time.Now())
-	sp.handed(m1, time.Now())
-	lone := outMsg{resp: rejected("b", "command expired")}
-	sp.handed(lone, time.Now())
-	sp.broken()
+	sp.Handed(m0, time.Now())
+	sp.Handed(m1, time.Now())
+	lone := Msg{Resp: rejected("b", "command expired")}
+	sp.Handed(lone, time.Now())
+	sp.Broken()
 	got := drainPlan(sp)
 	want := []string{"a:RUNNING:r|0\nr|1", "a:RUNNING:r|2", "b:REJECTED:command expired"}
 	if !slices.Equal(got, want) {
@@ -63,15 +63,15 @@ func TestSpoolResendsWhatLeft(t *testing.T) {
 
 	// The command ends; its timing and terminal leave, then the stream breaks again:
 	// all of it goes once more, and the terminal is a SUCCESS (nothing was lost).
-	timing := running("a", timingPrefix+"5")
-	sp.timing(timing)
-	_, term := sp.seal(terminalOf("a", agentv1.CommandResponse_SUCCESS), false)
-	sp.handed(outMsg{resp: running("a", "r|3"), kind: kindRows, idx: 2}, time.Now())
-	sp.handed(outMsg{resp: timing, kind: kindTiming}, time.Now())
-	sp.handed(outMsg{resp: term, kind: kindTerminal}, time.Now())
-	sp.broken()
+	timing := Running("a", "__timing__|exec_ms=5")
+	sp.Timing(timing)
+	_, term := sp.Seal(terminalOf("a", agentv1.CommandResponse_SUCCESS), false)
+	sp.Handed(Msg{Resp: Running("a", "r|3"), Kind: KindRows, Idx: 2}, time.Now())
+	sp.Handed(Msg{Resp: timing, Kind: KindTiming}, time.Now())
+	sp.Handed(Msg{Resp: term, Kind: KindTerminal}, time.Now())
+	sp.Broken()
 	got = drainPlan(sp)
-	want = []string{"a:RUNNING:r|0\nr|1", "a:RUNNING:r|2", "a:RUNNING:r|3", "a:RUNNING:" + timingPrefix + "5", "a:SUCCESS:", "b:REJECTED:command expired"}
+	want = []string{"a:RUNNING:r|0\nr|1", "a:RUNNING:r|2", "a:RUNNING:r|3", "a:RUNNING:__timing__|exec_ms=5", "a:SUCCESS:", "b:REJECTED:command expired"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("plan after the terminal %q, want %q", got, want)
 	}
@@ -82,17 +82,17 @@ func TestSpoolResendsWhatLeft(t *testing.T) {
 func TestSpoolConfirm(t *testing.T) {
 	sp, dir := testSpool(t, 1<<20, 1<<20)
 	m := push(sp, "a", "r|0")
-	_, term := sp.seal(terminalOf("a", agentv1.CommandResponse_SUCCESS), false)
+	_, term := sp.Seal(terminalOf("a", agentv1.CommandResponse_SUCCESS), false)
 	left := time.Now()
-	sp.handed(m, left)
-	sp.handed(outMsg{resp: term, kind: kindTerminal}, left)
-	sp.handed(outMsg{resp: rejected("b", "no")}, left)
-	if ids := sp.confirm(left); len(ids) != 0 {
+	sp.Handed(m, left)
+	sp.Handed(Msg{Resp: term, Kind: KindTerminal}, left)
+	sp.Handed(Msg{Resp: rejected("b", "no")}, left)
+	if ids := sp.Confirm(left); len(ids) != 0 {
 		t.Fatalf("confirmed %v by a heartbeat sent before the terminal left", ids)
 	}
 	running := push(sp, "c", "r|0")
-	sp.handed(running, left)
-	if ids := sp.confirm(left.Add(time.Millisecond)); !slices.Equal(ids, []string{"a"}) {
+	sp.Handed(running, left)
+	if ids := sp.Confirm(left.Add(time.Millisecond)); !slices.Equal(ids, []string{"a"}) {
 		t.Fatalf("confirmed %v, want [a] (c has no terminal yet)", ids)
 	}
 	answers := func() (n int) {
@@ -104,8 +104,8 @@ func TestSpoolConfirm(t *testing.T) {
 		}
 		return n
 	}
-	if n := answers(); n != 1 || !sp.unconfirmed() {
-		t.Errorf("after the confirmation: %d files, unconfirmed %v; want c's file and c waiting", n, sp.unconfirmed())
+	if n := answers(); n != 1 || !sp.Unconfirmed() {
+		t.Errorf("after the confirmation: %d files, unconfirmed %v; want c's file and c waiting", n, sp.Unconfirmed())
 	}
 	// a's file is kept for reuse: the next answer takes it, emptied, under its name.
 	if len(sp.free) != 1 {
@@ -122,7 +122,7 @@ func TestSpoolConfirm(t *testing.T) {
 	if restored.kept != 1 || restored.damaged {
 		t.Errorf("d's reused file read back: %d messages, damaged %v; want its one", restored.kept, restored.damaged)
 	}
-	sp.broken()
+	sp.Broken()
 	if got := drainPlan(sp); !slices.Equal(got, []string{"c:RUNNING:r|0"}) {
 		t.Errorf("plan %q: the confirmed answer and lone message must not go again", got)
 	}
@@ -135,14 +135,14 @@ func TestSpoolBoundMakesMissingRowsAFailure(t *testing.T) {
 	m0 := push(sp, "a", "row|0")        // 5+8 bytes: kept
 	m1 := push(sp, "a", "row|1\nrow|2") // would pass 30: not kept
 	m2 := push(sp, "a", "row|3")        // not kept either: the file holds a prefix only
-	for _, m := range []outMsg{m0, m1, m2} {
-		sp.handed(m, time.Now())
+	for _, m := range []Msg{m0, m1, m2} {
+		sp.Handed(m, time.Now())
 	}
-	sp.broken()
+	sp.Broken()
 	if got := drainPlan(sp); !slices.Equal(got, []string{"a:RUNNING:row|0"}) {
 		t.Fatalf("plan %q, want the kept prefix", got)
 	}
-	row, term := sp.seal(terminalOf("a", agentv1.CommandResponse_SUCCESS), false)
+	row, term := sp.Seal(terminalOf("a", agentv1.CommandResponse_SUCCESS), false)
 	if term.GetStatus() != agentv1.CommandResponse_FAILURE || term.GetExitCode() != 1 || term.GetError().GetCode() != "rows_missing" {
 		t.Fatalf("terminal %v, want FAILURE rows_missing", term)
 	}
@@ -155,21 +155,21 @@ func TestSpoolBoundMakesMissingRowsAFailure(t *testing.T) {
 // (one command, one terminal, whatever the breaks), after an error row that says rows
 // may be missing.
 func TestSpoolOffStillCountsWhatIsLost(t *testing.T) {
-	sp, err := newSpool("", 0, 0)
+	sp, err := NewSpool("", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := push(sp, "a", "r|0")
-	sp.handed(m, time.Now())
-	_, term := sp.seal(terminalOf("a", agentv1.CommandResponse_SUCCESS), false)
-	sp.handed(outMsg{resp: term, kind: kindTerminal}, time.Now())
-	sp.broken()
+	sp.Handed(m, time.Now())
+	_, term := sp.Seal(terminalOf("a", agentv1.CommandResponse_SUCCESS), false)
+	sp.Handed(Msg{Resp: term, Kind: KindTerminal}, time.Now())
+	sp.Broken()
 	got := drainPlan(sp)
 	if len(got) != 2 || !strings.HasPrefix(got[0], "a:RUNNING:error|1 rows may be missing") || got[1] != "a:SUCCESS:" {
 		t.Errorf("plan %q, want the missing-rows row and the SUCCESS that left", got)
 	}
 	// Another break: the same again.
-	sp.broken()
+	sp.Broken()
 	if again := drainPlan(sp); !slices.Equal(again, got) {
 		t.Errorf("second re-send %q, want %q", again, got)
 	}
@@ -182,10 +182,10 @@ func TestSpoolOffStillCountsWhatIsLost(t *testing.T) {
 func TestSpoolRestoreAfterRestart(t *testing.T) {
 	sp, dir := testSpool(t, 1<<20, 1<<20)
 	for _, id := range []string{"done", "torn", "orphan"} {
-		sp.handed(push(sp, id, id+"|0"), time.Now())
-		sp.handed(push(sp, id, id+"|1"), time.Now())
+		sp.Handed(push(sp, id, id+"|0"), time.Now())
+		sp.Handed(push(sp, id, id+"|1"), time.Now())
 	}
-	sp.close() // the agent is killed: nothing confirmed
+	sp.Close() // the agent is killed: nothing confirmed
 	torn := sp.fileName("torn")
 	fi, err := os.Stat(torn)
 	if err != nil {
@@ -195,22 +195,22 @@ func TestSpoolRestoreAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	next, err := newSpool(dir, 1<<20, 1<<20)
+	next, err := NewSpool(dir, 1<<20, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer next.close()
-	if n := next.restore("done", terminalOf("done", agentv1.CommandResponse_SUCCESS)); n != 2 {
+	defer next.Close()
+	if n := next.Restore("done", terminalOf("done", agentv1.CommandResponse_SUCCESS)); n != 2 {
 		t.Errorf("restored %d messages of done, want 2", n)
 	}
-	if n := next.restore("torn", terminalOf("torn", agentv1.CommandResponse_SUCCESS)); n != 1 {
+	if n := next.Restore("torn", terminalOf("torn", agentv1.CommandResponse_SUCCESS)); n != 1 {
 		t.Errorf("restored %d messages of torn, want the 1 before the damage", n)
 	}
-	next.sweep()
+	next.Sweep()
 	if _, err := os.Stat(sp.fileName("orphan")); !os.IsNotExist(err) {
 		t.Errorf("the unclaimed file is still there: %v", err)
 	}
-	next.broken()
+	next.Broken()
 	got := drainPlan(next)
 	want := []string{"done:RUNNING:done|0", "done:RUNNING:done|1", "done:SUCCESS:", "torn:RUNNING:torn|0", "torn:RUNNING:error|rows after the first 1 messages may be missing: the answer spool was damaged while the agent was down", "torn:SUCCESS:"}
 	if !slices.Equal(got, want) {
@@ -222,24 +222,24 @@ func TestSpoolRestoreAfterRestart(t *testing.T) {
 // the restart are appended to the same file.
 func TestSpoolRestoreInterrupted(t *testing.T) {
 	sp, dir := testSpool(t, 1<<20, 1<<20)
-	sp.handed(push(sp, "x", "x|0"), time.Now())
-	sp.close()
-	next, err := newSpool(dir, 1<<20, 1<<20)
+	sp.Handed(push(sp, "x", "x|0"), time.Now())
+	sp.Close()
+	next, err := NewSpool(dir, 1<<20, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer next.close()
-	next.restore("x", nil)
+	defer next.Close()
+	next.Restore("x", nil)
 	errRow := push(next, "x", "error|command interrupted")
-	if errRow.idx != 1 {
-		t.Errorf("the new row has index %d, want 1 after the restored one", errRow.idx)
+	if errRow.Idx != 1 {
+		t.Errorf("the new row has index %d, want 1 after the restored one", errRow.Idx)
 	}
-	next.broken()
+	next.Broken()
 	if got := drainPlan(next); !slices.Equal(got, []string{"x:RUNNING:x|0"}) {
 		t.Fatalf("plan %q", got)
 	}
-	next.handed(errRow, time.Now())
-	next.broken()
+	next.Handed(errRow, time.Now())
+	next.Broken()
 	if got := drainPlan(next); !slices.Equal(got, []string{"x:RUNNING:x|0", "x:RUNNING:error|command interrupted"}) {
 		t.Errorf("plan with the appended row %q", got)
 	}
@@ -248,8 +248,8 @@ func TestSpoolRestoreInterrupted(t *testing.T) {
 // A spool file is framed: a record whose checksum does not match is damage, not data.
 func TestSpoolRecordChecksum(t *testing.T) {
 	sp, _ := testSpool(t, 1<<20, 1<<20)
-	sp.handed(push(sp, "a", "a|0"), time.Now())
-	sp.close()
+	sp.Handed(push(sp, "a", "a|0"), time.Now())
+	sp.Close()
 	name := sp.fileName("a")
 	b, err := os.ReadFile(name)
 	if err != nil {
@@ -259,12 +259,12 @@ func TestSpoolRecordChecksum(t *testing.T) {
 	if err := os.WriteFile(name, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	next, err := newSpool(filepath.Dir(name), 1<<20, 1<<20)
+	next, err := NewSpool(filepath.Dir(name), 1<<20, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer next.close()
-	if n := next.restore("a", nil); n != 0 {
+	defer next.Close()
+	if n := next.Restore("a", nil); n != 0 {
 		t.Errorf("restored %d messages from a file with a flipped byte, want 0", n)
 	}
 }
@@ -275,27 +275,32 @@ func TestSpoolBreakDuringResend(t *testing.T) {
 	sp, _ := testSpool(t, 1<<20, 1<<20)
 	for _, id := range []string{"a", "b"} {
 		m := push(sp, id, id+"|0")
-		_, term := sp.seal(terminalOf(id, agentv1.CommandResponse_SUCCESS), false)
-		sp.handed(m, time.Now())
-		sp.handed(outMsg{resp: term, kind: kindTerminal}, time.Now())
+		_, term := sp.Seal(terminalOf(id, agentv1.CommandResponse_SUCCESS), false)
+		sp.Handed(m, time.Now())
+		sp.Handed(Msg{Resp: term, Kind: KindTerminal}, time.Now())
 	}
-	sp.handed(outMsg{resp: rejected("c", "no")}, time.Now())
-	sp.broken()
+	sp.Handed(Msg{Resp: rejected("c", "no")}, time.Now())
+	sp.Broken()
 	// The new stream takes a's row only, then breaks too.
-	if m, ok := sp.next(); !ok || m.resp.GetOutput() != "a|0" {
-		t.Fatalf("first planned message %v", m.resp)
+	if m, ok := sp.Next(); !ok || m.Resp.GetOutput() != "a|0" {
+		t.Fatalf("first planned message %v", m.Resp)
 	}
-	sp.pop(time.Now())
-	if ids := sp.confirm(time.Now().Add(time.Hour)); len(ids) != 0 {
+	sp.Pop(time.Now())
+	if ids := sp.Confirm(time.Now().Add(time.Hour)); len(ids) != 0 {
 		t.Errorf("confirmed %v during a re-send", ids)
 	}
-	sp.broken()
+	sp.Broken()
 	got := drainPlan(sp)
 	want := []string{"a:RUNNING:a|0", "a:SUCCESS:", "b:RUNNING:b|0", "b:SUCCESS:", "c:REJECTED:no"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("plan after a break during the re-send\n%q\nwant\n%q", got, want)
 	}
-	if ids := sp.confirm(time.Now().Add(time.Hour)); !slices.Equal(ids, []string{"a", "b"}) || sp.unconfirmed() {
-		t.Errorf("after the re-send: confirmed %v, unconfirmed %v", ids, sp.unconfirmed())
+	if ids := sp.Confirm(time.Now().Add(time.Hour)); !slices.Equal(ids, []string{"a", "b"}) || sp.Unconfirmed() {
+		t.Errorf("after the re-send: confirmed %v, unconfirmed %v", ids, sp.Unconfirmed())
 	}
+}
+
+// rejected is a rejection as the session makes one.
+func rejected(id, reason string) *agentv1.CommandResponse {
+	return &agentv1.CommandResponse{CommandId: id, Status: agentv1.CommandResponse_REJECTED, Output: reason, SentAt: Now()}
 }

@@ -1,4 +1,4 @@
-package session
+package spool
 
 import (
 	"bufio"
@@ -41,11 +41,11 @@ import (
 // answer and in all. A message past either bound is sent but not kept: should the
 // stream break after it left, it cannot be sent again, and the command's terminal
 // says how many rows may be missing (FAILURE, rows_missing) instead of SUCCESS.
-type spool struct {
+type Spool struct {
 	dir          string // "" when nothing is kept on disk
 	perAnswer    int64
 	total        int64
-	confirmDelay time.Duration
+	ConfirmDelay time.Duration
 
 	mu      sync.Mutex
 	used    int64 // bytes in the files
@@ -105,7 +105,7 @@ type answer struct {
 
 // handedMsg is a message of no answer, and when a stream took it.
 type handedMsg struct {
-	m  outMsg
+	m  Msg
 	at time.Time
 }
 
@@ -114,7 +114,7 @@ type handedMsg struct {
 type planItem struct {
 	a        *answer
 	from, to int // RUNNING messages [from, to) of a, read from its file
-	m        *outMsg
+	m        *Msg
 	lone     *handedMsg
 }
 
@@ -126,8 +126,8 @@ type planReader struct {
 	next int // the index of the message it reads next
 }
 
-func newSpool(dir string, perAnswer, total int64) (*spool, error) {
-	sp := &spool{perAnswer: perAnswer, total: total, confirmDelay: confirmDelay, answers: map[string]*answer{}}
+func NewSpool(dir string, perAnswer, total int64) (*Spool, error) {
+	sp := &Spool{perAnswer: perAnswer, total: total, ConfirmDelay: confirmDelay, answers: map[string]*answer{}}
 	if dir == "" || perAnswer <= 0 || total <= 0 {
 		return sp, nil
 	}
@@ -142,13 +142,13 @@ func newSpool(dir string, perAnswer, total int64) (*spool, error) {
 }
 
 // fileName is the path of id's file.
-func (sp *spool) fileName(id string) string {
+func (sp *Spool) fileName(id string) string {
 	sum := sha256.Sum256([]byte(id))
 	return filepath.Join(sp.dir, hex.EncodeToString(sum[:20])+".rows")
 }
 
 // get returns id's answer, making it; sp.mu is held.
-func (sp *spool) get(id string) *answer {
+func (sp *Spool) get(id string) *answer {
 	a := sp.answers[id]
 	if a == nil {
 		a = &answer{id: id}
@@ -161,7 +161,7 @@ func (sp *spool) get(id string) *answer {
 // rows records a RUNNING message of command id before it is queued, keeping it in the
 // command's file while the bounds allow, and returns its index. Only the command's
 // relay calls it, one message at a time.
-func (sp *spool) rows(id, output string) int {
+func (sp *Spool) Rows(id, output string) int {
 	sp.mu.Lock()
 	a := sp.get(id)
 	idx := a.pushed
@@ -198,7 +198,7 @@ func (sp *spool) rows(id, output string) int {
 // appendRecord writes one record to the file of command id: f when it is open, else
 // the file name (left by an earlier run) opened for appending, else a new file with
 // its header. It returns the file open for appending.
-func (sp *spool) appendRecord(f *os.File, name, id, output string) (*os.File, error) {
+func (sp *Spool) appendRecord(f *os.File, name, id, output string) (*os.File, error) {
 	if f == nil {
 		var err error
 		if name != "" {
@@ -216,7 +216,7 @@ func (sp *spool) appendRecord(f *os.File, name, id, output string) (*os.File, er
 }
 
 // createFile makes id's file with its header.
-func (sp *spool) createFile(id string) (*os.File, error) {
+func (sp *Spool) createFile(id string) (*os.File, error) {
 	name := sp.fileName(id)
 	if f := sp.reuse(name); f != nil {
 		if err := writeRecord(f, spoolMagic+id); err != nil {
@@ -249,7 +249,7 @@ func (sp *spool) createFile(id string) (*os.File, error) {
 // and returns it emptied, open for appending; nil when there is none to reuse. A crash
 // before the header is written leaves the file with another command's header, which
 // load refuses (and removes) as not this command's.
-func (sp *spool) reuse(name string) *os.File {
+func (sp *Spool) reuse(name string) *os.File {
 	for {
 		sp.mu.Lock()
 		n := len(sp.free)
@@ -308,7 +308,7 @@ func readRecord(r *bufio.Reader, limit int64) (string, error) {
 var errDamaged = errors.New("answer spool: damaged record")
 
 // timing records a command's timing message before it is queued.
-func (sp *spool) timing(m *agentv1.CommandResponse) {
+func (sp *Spool) Timing(m *agentv1.CommandResponse) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.get(m.GetCommandId()).timing = m
@@ -319,7 +319,7 @@ func (sp *spool) timing(m *agentv1.CommandResponse) {
 // error row that goes before it; otherwise resp as it is, and no row. A failure
 // that keeps its own status (keep) gets the row only. The terminal is recorded for a
 // later re-send.
-func (sp *spool) seal(resp *agentv1.CommandResponse, keep bool) (errRow string, out *agentv1.CommandResponse) {
+func (sp *Spool) Seal(resp *agentv1.CommandResponse, keep bool) (errRow string, out *agentv1.CommandResponse) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	a := sp.get(resp.GetCommandId())
@@ -341,7 +341,7 @@ func (sp *spool) seal(resp *agentv1.CommandResponse, keep bool) (errRow string, 
 
 // missingAnswer is the error row and FAILURE terminal of an answer with rows that may
 // be missing; sp.mu is held.
-func (sp *spool) missingAnswer(a *answer, resp *agentv1.CommandResponse) (string, *agentv1.CommandResponse) {
+func (sp *Spool) missingAnswer(a *answer, resp *agentv1.CommandResponse) (string, *agentv1.CommandResponse) {
 	var msg string
 	if a.damaged {
 		msg = fmt.Sprintf("rows after the first %d messages may be missing: the answer spool was damaged while the agent was down", a.kept)
@@ -361,19 +361,19 @@ func (sp *spool) missingAnswer(a *answer, resp *agentv1.CommandResponse) (string
 func mib(n int64) string { return strconv.FormatInt(n>>20, 10) + " MiB" }
 
 // handed records that the current stream took m.
-func (sp *spool) handed(m outMsg, now time.Time) {
+func (sp *Spool) Handed(m Msg, now time.Time) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	id := m.resp.GetCommandId()
+	id := m.Resp.GetCommandId()
 	a := sp.answers[id]
 	switch {
-	case m.kind == kindRows && a != nil:
-		a.high = max(a.high, m.idx+1)
-	case m.kind == kindTiming && a != nil:
+	case m.Kind == KindRows && a != nil:
+		a.high = max(a.high, m.Idx+1)
+	case m.Kind == KindTiming && a != nil:
 		a.timingLeft = true
-	case m.kind == kindTerminal && a != nil:
+	case m.Kind == KindTerminal && a != nil:
 		a.termLeft, a.leftAt = true, now
-	case m.kind == kindProgress:
+	case m.Kind == KindProgress:
 		// Not kept: sent again after a break it would be stale, and could follow the
 		// terminal it preceded.
 	default:
@@ -384,7 +384,7 @@ func (sp *spool) handed(m outMsg, now time.Time) {
 // confirm forgets every answer whose terminal left the current stream before cutoff,
 // and every lone message that did, and returns the ids of the answers: their
 // terminals are delivered.
-func (sp *spool) confirm(cutoff time.Time) []string {
+func (sp *Spool) Confirm(cutoff time.Time) []string {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	if len(sp.plan) > 0 {
@@ -416,7 +416,7 @@ func (sp *spool) confirm(cutoff time.Time) []string {
 }
 
 // drop forgets a and removes its file; sp.mu is held.
-func (sp *spool) drop(a *answer) {
+func (sp *Spool) drop(a *answer) {
 	delete(sp.answers, a.id)
 	if a.file != nil {
 		_ = a.file.Close()
@@ -430,7 +430,7 @@ func (sp *spool) drop(a *answer) {
 
 // keep puts a's file aside for reuse when there is room and it is small; sp.mu is
 // held.
-func (sp *spool) keep(a *answer) bool {
+func (sp *Spool) keep(a *answer) bool {
 	if len(sp.free) >= maxFree || a.keptBytes > maxFreeBytes {
 		return false
 	}
@@ -444,7 +444,7 @@ func (sp *spool) keep(a *answer) bool {
 }
 
 // unconfirmed reports whether anything that left waits for confirmation.
-func (sp *spool) unconfirmed() bool {
+func (sp *Spool) Unconfirmed() bool {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	if len(sp.lone) > 0 {
@@ -463,7 +463,7 @@ func (sp *spool) unconfirmed() bool {
 // the lone messages. It plans from the answers, not from the last plan, so a break
 // during a re-send loses nothing of it. Rows that left and were not kept count as
 // missing.
-func (sp *spool) broken() {
+func (sp *Spool) Broken() {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.closeReader()
@@ -480,7 +480,7 @@ func (sp *spool) broken() {
 			sp.plan = append(sp.plan, planItem{a: a, to: n})
 		}
 		if a.timingLeft && a.timing != nil {
-			sp.plan = append(sp.plan, planItem{a: a, m: &outMsg{resp: a.timing, kind: kindTiming}})
+			sp.plan = append(sp.plan, planItem{a: a, m: &Msg{Resp: a.timing, Kind: KindTiming}})
 		}
 		if a.termLeft && a.terminal != nil {
 			// The terminal that left is the command's one terminal: it goes again as
@@ -490,9 +490,9 @@ func (sp *spool) broken() {
 				a.errRow, _ = sp.missingAnswer(a, a.terminal)
 			}
 			if a.errRow != "" {
-				sp.plan = append(sp.plan, planItem{a: a, m: &outMsg{resp: running(a.id, a.errRow), kind: kindLone}})
+				sp.plan = append(sp.plan, planItem{a: a, m: &Msg{Resp: Running(a.id, a.errRow), Kind: KindLone}})
 			}
-			sp.plan = append(sp.plan, planItem{a: a, m: &outMsg{resp: a.terminal, kind: kindTerminal}})
+			sp.plan = append(sp.plan, planItem{a: a, m: &Msg{Resp: a.terminal, Kind: KindTerminal}})
 		}
 	}
 	for _, h := range sp.lone {
@@ -503,7 +503,7 @@ func (sp *spool) broken() {
 // next returns the next message of the plan, or false when the plan is done. A file
 // that cannot be read any more ends its range early: that answer's remaining rows
 // count as missing.
-func (sp *spool) next() (outMsg, bool) {
+func (sp *Spool) Next() (Msg, bool) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	for len(sp.plan) > 0 {
@@ -524,13 +524,13 @@ func (sp *spool) next() (outMsg, bool) {
 			sp.advance()
 			continue
 		}
-		return outMsg{resp: running(it.a.id, out), kind: kindRows, idx: it.from}, true
+		return Msg{Resp: Running(it.a.id, out), Kind: KindRows, Idx: it.from}, true
 	}
-	return outMsg{}, false
+	return Msg{}, false
 }
 
 // pop removes the plan's head message, which the current stream took at now.
-func (sp *spool) pop(now time.Time) {
+func (sp *Spool) Pop(now time.Time) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	if len(sp.plan) == 0 {
@@ -541,7 +541,7 @@ func (sp *spool) pop(now time.Time) {
 		switch {
 		case it.lone != nil:
 			it.lone.at = now
-		case it.m.kind == kindTerminal:
+		case it.m.Kind == KindTerminal:
 			it.a.leftAt = now
 		}
 		sp.advance()
@@ -554,7 +554,7 @@ func (sp *spool) pop(now time.Time) {
 }
 
 // advance drops the plan's head; sp.mu is held.
-func (sp *spool) advance() {
+func (sp *Spool) advance() {
 	if it := sp.plan[0]; it.a != nil && sp.reader != nil && sp.reader.a == it.a {
 		sp.closeReader()
 	}
@@ -563,7 +563,7 @@ func (sp *spool) advance() {
 }
 
 // read returns message idx of a from its file; sp.mu is held.
-func (sp *spool) read(a *answer, idx int) (string, error) {
+func (sp *Spool) read(a *answer, idx int) (string, error) {
 	if sp.reader == nil || sp.reader.a != a || sp.reader.next > idx {
 		sp.closeReader()
 		f, _, err := safefile.Open(a.name)
@@ -592,7 +592,7 @@ func (sp *spool) read(a *answer, idx int) (string, error) {
 // maxSpoolHeader bounds the header record: the magic and a command id.
 const maxSpoolHeader = int64(len(spoolMagic)) + 1024
 
-func (sp *spool) closeReader() {
+func (sp *Spool) closeReader() {
 	if sp.reader != nil {
 		sp.reader.f.Close()
 		sp.reader = nil
@@ -614,7 +614,7 @@ func (a *answer) rowsIn(from, to int) int {
 }
 
 // planned reports whether a re-send is still under way.
-func (sp *spool) planned() bool {
+func (sp *Spool) Planned() bool {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	return len(sp.plan) > 0
@@ -624,7 +624,7 @@ func (sp *spool) planned() bool {
 // terminal (nil: the command was interrupted and its answer is still to be made), and
 // plans its kept messages, then the terminal when there is one, for the first
 // stream. It reports how many RUNNING messages it found.
-func (sp *spool) restore(id string, terminal *agentv1.CommandResponse) int {
+func (sp *Spool) Restore(id string, terminal *agentv1.CommandResponse) int {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	a := sp.get(id)
@@ -639,7 +639,7 @@ func (sp *spool) restore(id string, terminal *agentv1.CommandResponse) int {
 }
 
 // load counts the records of a's file left by an earlier run; sp.mu is held.
-func (sp *spool) load(a *answer) {
+func (sp *Spool) load(a *answer) {
 	name := sp.fileName(a.id)
 	f, _, err := safefile.Open(name)
 	if err != nil {
@@ -671,7 +671,7 @@ func (sp *spool) load(a *answer) {
 }
 
 // sweep removes the files no restored answer claimed.
-func (sp *spool) sweep() {
+func (sp *Spool) Sweep() {
 	if sp.dir == "" {
 		return
 	}
@@ -695,7 +695,7 @@ func (sp *spool) sweep() {
 }
 
 // close releases the open files; the files stay for the next start.
-func (sp *spool) close() {
+func (sp *Spool) Close() {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.closeReader()

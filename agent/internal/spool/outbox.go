@@ -1,10 +1,12 @@
-package session
+package spool
 
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/yuzugo/yuzu/agent/fleetpb/agentv1"
+	"github.com/yuzugo/yuzu/agent/fleetpb/commonv1"
 )
 
 // outbox is the one queue every message to the fleet server goes through, in order. It
@@ -17,65 +19,65 @@ import (
 // connection takes instead of piling up. Terminal answers never wait: their number is
 // bounded by the commands in flight, and a command must be able to finish even while
 // the server is away.
-type outbox struct {
+type Outbox struct {
 	limit int
 
 	mu      sync.Mutex
-	q       []outMsg
+	q       []Msg
 	head    int
 	bytes   int
 	changed chan struct{} // closed and replaced on every change
 }
 
-// outMsg is one message with what the spool must know of it once a stream has taken
+// Msg is one message with what the spool must know of it once a stream has taken
 // it.
-type outMsg struct {
-	resp *agentv1.CommandResponse
-	// kind says what part of a command's answer the message is (kindLone: none).
-	kind msgKind
-	// idx is a kindRows message's index among its command's RUNNING messages.
-	idx int
+type Msg struct {
+	Resp *agentv1.CommandResponse
+	// kind says what part of a command's answer the message is (KindLone: none).
+	Kind Kind
+	// idx is a KindRows message's index among its command's RUNNING messages.
+	Idx int
 	// keep makes push queue the message even when its context ends while it waits
 	// for room: the receiving goroutine must not wait for a stream that is gone, yet
 	// its answer must not be lost. It adds at most one message per receiver.
-	keep bool
+	Keep bool
 	size int
 }
 
-func newOutbox(limit int) *outbox {
-	return &outbox{limit: limit, changed: make(chan struct{})}
+func NewOutbox(limit int) *Outbox {
+	return &Outbox{limit: limit, changed: make(chan struct{})}
 }
 
 // signal wakes every waiter; o.mu is held.
-func (o *outbox) signal() {
+func (o *Outbox) signal() {
 	close(o.changed)
 	o.changed = make(chan struct{})
 }
 
-// msgKind is what part of an answer a message is.
-type msgKind uint8
+// Kind is what part of an answer a message is.
+type Kind uint8
 
 const (
-	kindLone     msgKind = iota // no part of an answer the spool keeps: a rejection, a replay, a notice
-	kindRows                    // a RUNNING message of a command's rows
-	kindTiming                  // the command's __timing__ message
-	kindProgress                // a __progress__ message: stale once it left, never sent again
-	kindTerminal                // the command's terminal answer, which never waits for room
+	KindLone     Kind = iota // no part of an answer the spool keeps: a rejection, a replay, a notice
+	KindRows                 // a RUNNING message of a command's rows
+	KindTiming               // the command's __timing__ message
+	KindProgress             // a __progress__ message: stale once it left, never sent again
+	KindTerminal             // the command's terminal answer, which never waits for room
 )
 
 // push appends a message. Unless it is terminal it waits while the outbox is over its
 // limit (an empty outbox takes any message, however large); when ctx ends first, it
 // fails, or for a keep message stops waiting and queues it all the same.
-func (o *outbox) push(ctx context.Context, m outMsg) error {
+func (o *Outbox) Push(ctx context.Context, m Msg) error {
 	m.size = m.bytes()
 	o.mu.Lock()
-	for m.kind != kindTerminal && o.bytes > 0 && o.bytes+m.size > o.limit {
+	for m.Kind != KindTerminal && o.bytes > 0 && o.bytes+m.size > o.limit {
 		ch := o.changed
 		o.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			if !m.keep {
+			if !m.Keep {
 				return ctx.Err()
 			}
 			o.mu.Lock()
@@ -92,7 +94,7 @@ func (o *outbox) push(ctx context.Context, m outMsg) error {
 
 // offer appends m only if it fits under the limit now (an empty outbox takes it), and
 // reports whether it did. It never waits.
-func (o *outbox) offer(m outMsg) bool {
+func (o *Outbox) Offer(m Msg) bool {
 	m.size = m.bytes()
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -104,17 +106,17 @@ func (o *outbox) offer(m outMsg) bool {
 }
 
 // bytes is what m counts against the outbox's limit.
-func (m outMsg) bytes() int { return len(m.resp.GetOutput()) + len(m.resp.GetCommandId()) + 64 }
+func (m Msg) bytes() int { return len(m.Resp.GetOutput()) + len(m.Resp.GetCommandId()) + 64 }
 
 // append queues m; o.mu is held.
-func (o *outbox) append(m outMsg) {
+func (o *Outbox) append(m Msg) {
 	o.q = append(o.q, m)
 	o.bytes += m.size
 	o.signal()
 }
 
 // peek returns the first message, waiting for one until ctx ends.
-func (o *outbox) peek(ctx context.Context) (outMsg, error) {
+func (o *Outbox) Peek(ctx context.Context) (Msg, error) {
 	o.mu.Lock()
 	for o.head == len(o.q) {
 		ch := o.changed
@@ -122,7 +124,7 @@ func (o *outbox) peek(ctx context.Context) (outMsg, error) {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return outMsg{}, ctx.Err()
+			return Msg{}, ctx.Err()
 		}
 		o.mu.Lock()
 	}
@@ -132,14 +134,14 @@ func (o *outbox) peek(ctx context.Context) (outMsg, error) {
 }
 
 // pop removes the first message, which peek returned and a stream has taken.
-func (o *outbox) pop() {
+func (o *Outbox) Pop() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.head == len(o.q) {
 		return
 	}
 	o.bytes -= o.q[o.head].size
-	o.q[o.head] = outMsg{}
+	o.q[o.head] = Msg{}
 	o.head++
 	// Reuse the slice once it is drained, or compact it once the dead head is large.
 	if o.head == len(o.q) {
@@ -153,7 +155,7 @@ func (o *outbox) pop() {
 }
 
 // waitEmpty returns once every message has left, or when ctx ends.
-func (o *outbox) waitEmpty(ctx context.Context) error {
+func (o *Outbox) WaitEmpty(ctx context.Context) error {
 	o.mu.Lock()
 	for o.head < len(o.q) {
 		ch := o.changed
@@ -170,8 +172,16 @@ func (o *outbox) waitEmpty(ctx context.Context) error {
 }
 
 // len returns how many messages wait.
-func (o *outbox) len() int {
+func (o *Outbox) Len() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return len(o.q) - o.head
+}
+
+// Now is the time stamp of a message made now.
+func Now() *commonv1.Timestamp { return &commonv1.Timestamp{MillisEpoch: time.Now().UnixMilli()} }
+
+// Running is a RUNNING message carrying output for command id.
+func Running(id, output string) *agentv1.CommandResponse {
+	return &agentv1.CommandResponse{CommandId: id, Status: agentv1.CommandResponse_RUNNING, Output: output}
 }
