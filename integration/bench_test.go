@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -209,6 +210,62 @@ func BenchmarkColdExec(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed())/float64(b.N)/float64(time.Millisecond), "ms/op")
+}
+
+var rawhost = sync.OnceValues(func() (string, error) {
+	out := filepath.Join(built.binDir, "rawhost")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./integration/cmd/rawhost")
+	cmd.Dir = built.root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build rawhost: %v\n%s", err, b)
+	}
+	return out, nil
+})
+
+// BenchmarkColdExecVsRaw: a whole cold `yuzu-agent exec tags count` process against
+// a whole process that does the same over bare go-plugin (cmd/rawhost: start the
+// child with AutoMTLS, Describe, Configure, count, exit), alternating one of each per
+// iteration so that both see the same machine. Goal: the agent at most 1.15x raw
+// (ratio exec/raw, medians).
+func BenchmarkColdExecVsRaw(b *testing.B) {
+	raw, err := rawhost()
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := newWorld(b, tagsBin)
+	rawData := b.TempDir()
+	timed := func(name string, args ...string) time.Duration {
+		cmd := exec.Command(name, args...)
+		cmd.Env = baseEnv()
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		start := time.Now()
+		err := cmd.Run()
+		d := time.Since(start)
+		if err != nil || !strings.HasPrefix(out.String(), "count|0\n") {
+			b.Fatalf("%s: %v\n%s", name, err, out.String())
+		}
+		return d
+	}
+	agentArgs := []string{"--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "exec", "tags", "count"}
+	rawArgs := []string{"-plugin", binPath(tagsBin), "-data-dir", rawData, "-action", "count"}
+	// One of each untimed: both binaries in the page cache, the data dirs made.
+	timed(binPath(agentBin), agentArgs...)
+	timed(raw, rawArgs...)
+	var ours, bare []time.Duration
+	for b.Loop() {
+		ours = append(ours, timed(binPath(agentBin), agentArgs...))
+		bare = append(bare, timed(raw, rawArgs...))
+	}
+	slices.Sort(ours)
+	slices.Sort(bare)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	o, r := ours[len(ours)/2], bare[len(bare)/2]
+	b.ReportMetric(ms(o), "exec-ms")
+	b.ReportMetric(ms(r), "raw-ms")
+	b.ReportMetric(ms(o)/ms(r), "exec/raw")
+	b.Logf("cold exec tags count: median %.1f ms, raw go-plugin process %.1f ms: %.2fx (goal <= 1.15x)", ms(o), ms(r), ms(o)/ms(r))
 }
 
 var rssprobe = sync.OnceValues(func() (string, error) {

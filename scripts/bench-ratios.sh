@@ -9,6 +9,9 @@
 #                   of ours over the median of the base, goal >= 4x.
 #   idle start      BenchmarkIdleFirstCommand: the first command after an idle stop
 #                   against a raw go-plugin start of the same child, goal <= 2x.
+#   cold exec       BenchmarkColdExecVsRaw: a whole `yuzu-agent exec tags count` process
+#                   against cmd/rawhost, a whole process doing the same over bare
+#                   go-plugin, alternating, goal <= 1.15x.
 #   spool           BenchmarkFleetRows: rows/s to the server with the answer spool and
 #                   its ratio to no spool (reported, no goal).
 #
@@ -66,6 +69,13 @@ for ((i = 1; i <= rounds; i++)); do
 done
 r=$(median <"$work/idle")
 say "RESULT first command after an idle stop: ${r}x a raw go-plugin start (goal <= 2x: $(verdict "$r" 2 '<=')); rounds: $(tr '\n' ' ' <"$work/idle")"
+
+: >"$work/cold"
+for ((i = 1; i <= rounds; i++)); do
+	metric ours BenchmarkColdExecVsRaw exec/raw 20x >>"$work/cold"
+done
+r=$(median <"$work/cold")
+say "RESULT cold exec tags count: ${r}x a raw go-plugin process doing the same (goal <= 1.15x: $(verdict "$r" 1.15 '<=')); rounds: $(tr '\n' ' ' <"$work/cold")"
 
 out=$(cd integration && YUZU_INTEGRATION_BIN="$work/ours" "$work/integration.test" -test.run '^$' -test.bench '^BenchmarkFleetRows$' -test.benchtime 2x 2>&1) || {
 	warn "$out"
