@@ -209,7 +209,9 @@ func TestRenewalUnderLoad(t *testing.T) {
 	writeFile(t, target, "", 0o644)
 	ctx := testCtx(t, 5*time.Minute)
 	const n = 1000
-	// 55 ms apart: the flow spans the renewal, due between 34 and 40 s.
+	// 55 ms apart, 55 s in all: the test issuer dates a certificate a minute back, so
+	// one of 60 s is due at two thirds of its 120 s less up to 12 s of jitter, 8 to
+	// 20 s after it was issued, and the flow spans several renewals.
 	start := time.Now()
 	for i := range n {
 		c := command(fmt.Sprintf("renew-%04d", i), "filesystem", "append", "path="+target, fmt.Sprintf("content=line %04d", i))
