@@ -26,6 +26,9 @@ type offered struct {
 	refused error // why it may not run, or nil
 }
 
+// hostOS is the system the agent runs on.
+var hostOS = runtime.GOOS
+
 // PluginName returns the plugin name a file name stands for, and whether the file
 // name is a plugin binary's at all.
 func PluginName(file string) (string, bool) {

@@ -7,21 +7,15 @@ import (
 	"time"
 
 	"github.com/yuzugo/yuzu/agent/internal/limits"
+	"github.com/yuzugo/yuzu/agent/internal/proc"
 )
 
 // ErrUnknownPlugin is wrapped when no plugin binary of that name is in the plugin dir.
 var ErrUnknownPlugin = errors.New("plugin not found")
 
-// RefusedError says a plugin binary was refused before it ever ran.
-type RefusedError struct {
-	Path   string
-	Reason string
-}
-
-// Error says what happened.
-func (e *RefusedError) Error() string {
-	return fmt.Sprintf("plugin binary %s refused: %s", e.Path, e.Reason)
-}
+// RefusedError says a plugin binary was refused before it ever ran. The image check
+// (agent/internal/proc) makes them as well as the supervisor.
+type RefusedError = proc.RefusedError
 
 // CrashedError says the plugin child died (or was killed) while the command ran.
 type CrashedError struct {

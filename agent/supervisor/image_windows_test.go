@@ -28,7 +28,7 @@ func TestImageChecksDACL(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a binary only its owner may write was refused: %v", err)
 	}
-	img.release()
+	img.Release()
 	if err := checkFile(path); err != nil {
 		t.Fatalf("checkFile refused a binary only its owner may write: %v", err)
 	}
@@ -47,7 +47,7 @@ func TestImageChecksDACL(t *testing.T) {
 	for what, err := range map[string]error{"openImage": func() error {
 		img, err := openImage(b)
 		if err == nil {
-			img.release()
+			img.Release()
 		}
 		return err
 	}(), "checkFile": checkFile(path)} {

@@ -15,12 +15,13 @@ import (
 	"github.com/hashicorp/go-plugin/runner"
 
 	"github.com/yuzugo/yuzu/agent/internal/limits"
+	"github.com/yuzugo/yuzu/agent/internal/proc"
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/host"
 	"github.com/yuzugo/yuzu/sdk/proctree"
 )
 
-// pluginLauncher is the real Launcher: it verifies the binary (imageCache), runs exactly
+// pluginLauncher is the real Launcher: it verifies the binary (proc.ImageCache), runs exactly
 // the verified bytes as a child through go-plugin with automatic mutual TLS, a clean
 // environment and its own process group or job, then describes and configures it.
 type pluginLauncher struct {
@@ -29,7 +30,7 @@ type pluginLauncher struct {
 	reapOrphans bool
 	boxes       *limits.Host
 	limits      limits.Set
-	// socketRoot holds the children's socket directories (sockets.go); "" leaves
+	// socketRoot holds the children's socket directories (proc.NewSocketRoot); "" leaves
 	// go-plugin's default.
 	socketRoot string
 
@@ -40,7 +41,7 @@ type pluginLauncher struct {
 	reaping map[int]bool // orphans killed and not yet reaped
 
 	// images keeps each plugin's verified image for its later starts.
-	images imageCache
+	images proc.ImageCache
 }
 
 func newPluginLauncher(o Options) *pluginLauncher {
@@ -59,7 +60,7 @@ func newPluginLauncher(o Options) *pluginLauncher {
 	}
 	// Windows' plugins listen on loopback TCP: no socket, nothing left in TMPDIR.
 	if hostOS != "windows" {
-		l.socketRoot = newSocketRoot(l.log)
+		l.socketRoot = proc.NewSocketRoot(l.log)
 	}
 	l.boxes = limits.New()
 	// Said once: every start would repeat it.
@@ -73,7 +74,7 @@ func newPluginLauncher(o Options) *pluginLauncher {
 
 // goPluginLog is the logger handed to go-plugin. The agent logs every start, exit and
 // kill itself, with reasons, so go-plugin's own lifecycle lines only show when the
-// agent is debugging; the plugins' log lines do not go through it (relayLog).
+// agent is debugging; the plugins' log lines do not go through it (proc.Runner relays them).
 func (l *pluginLauncher) goPluginLog() hclog.Logger {
 	if l.logLevel == hclog.Trace || l.logLevel == hclog.Debug {
 		return l.log.Named("go-plugin")
@@ -85,34 +86,34 @@ func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (
 	// The time of each step, logged at debug once the child is up: the cold-exec
 	// benchmark (scripts/bench-cold-exec.sh) reports their shares from this line.
 	t0 := time.Now()
-	img, err := l.images.open(b)
+	img, err := l.images.Open(b.Name, b.Path, b.Checksum)
 	if err != nil {
 		return nil, err
 	}
 	tHash := time.Now()
-	pr := &procRunner{name: b.Path, img: img, log: l.log.Named(b.Name)}
-	if pr.box, err = l.boxes.Box(b.Name, l.limits.For(b.Name)); err != nil {
+	pr := &proc.Runner{Path: b.Path, Image: img, Log: l.log.Named(b.Name)}
+	if pr.Box, err = l.boxes.Box(b.Name, l.limits.For(b.Name)); err != nil {
 		// Today's behaviour rather than no plugin: the log says so.
-		pr.log.Warn("this child runs without resource limits", "error", err)
-		pr.box = nil
+		pr.Log.Warn("this child runs without resource limits", "error", err)
+		pr.Box = nil
 	}
-	pr.onRun = func(pid int) { l.live[pid] = true } // under l.mu, see below
-	pr.onEnd = func() { l.ended(pr) }
+	pr.OnRun = func(pid int) { l.live[pid] = true } // under l.mu, see below
+	pr.OnEnd = func() { l.ended(pr) }
 
 	cc := host.ClientConfig(nil) // no Cmd: RunnerFunc below starts the verified image
 	tlsEnv, err := host.MutualTLS(cc)
 	if err != nil {
-		img.release()
-		pr.box.StartFailed()
+		img.Release()
+		pr.Box.StartFailed()
 		return nil, &StartError{Plugin: b.Name, Err: fmt.Errorf("mutual TLS: %w", err)}
 	}
 	tTLS := time.Now()
 	cc.Logger = l.goPluginLog()
-	// go-plugin's own stderr reader only ever sees the empty stream procRunner gives
+	// go-plugin's own stderr reader only ever sees the empty stream proc.Runner gives
 	// it (the agent relays stderr itself): a minimal buffer instead of its 64 KiB.
 	cc.PluginLogBufferSize = 16
-	cc.SyncStdout = newLineLog(pr.log, "stdout")
-	cc.SyncStderr = newLineLog(pr.log, "stderr")
+	cc.SyncStdout = proc.LogWriter(pr.Log, "stdout")
+	cc.SyncStderr = proc.LogWriter(pr.Log, "stderr")
 	if d, ok := ctx.Deadline(); ok {
 		cc.StartTimeout = time.Until(d)
 	}
@@ -120,26 +121,26 @@ func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (
 		cc.UnixSocketConfig = &plugin.UnixSocketConfig{TempDir: l.socketRoot}
 	}
 	cc.RunnerFunc = func(_ hclog.Logger, spec *exec.Cmd, socketDir string) (runner.Runner, error) {
-		pr.socketDir = socketDir
+		pr.SocketDir = socketDir
 		// spec carries only go-plugin's variables (handshake cookie, socket
 		// directory); the child gets those, its TLS (tlsEnv) and the allow-listed few
 		// of ours.
-		pr.cmd = &exec.Cmd{
-			Path: img.execPath,
+		pr.Cmd = &exec.Cmd{
+			Path: img.ExecPath(),
 			Args: []string{b.Path},
-			Env:  append(append(childEnv(os.Environ(), hostOS), spec.Env...), tlsEnv...),
+			Env:  append(append(proc.ChildEnv(os.Environ(), hostOS), spec.Env...), tlsEnv...),
 		}
-		proctree.Prepare(pr.cmd, true)
-		pr.box.Prepare(pr.cmd)
+		proctree.Prepare(pr.Cmd, true)
+		pr.Box.Prepare(pr.Cmd)
 		return lockedStart{pr, &l.mu}, nil
 	}
 	client := plugin.NewClient(cc)
 	cp, err := client.Client()
 	if err != nil {
 		client.Kill()
-		if pr.cmd == nil || pr.exited == nil {
-			img.release()
-			pr.box.StartFailed()
+		if pr.Cmd == nil || pr.Exited() == nil {
+			img.Release()
+			pr.Box.StartFailed()
 		}
 		return nil, &StartError{Plugin: b.Name, Err: err}
 	}
@@ -164,9 +165,9 @@ func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (
 	if err := c.rpc.Configure(ctx, cfg); err != nil {
 		return fail(fmt.Errorf("configure: %w", err))
 	}
-	if pr.log.IsDebug() {
+	if pr.Log.IsDebug() {
 		end := time.Now()
-		pr.log.Debug("plugin launch steps", "pid", c.Pid(),
+		pr.Log.Debug("plugin launch steps", "pid", c.Pid(),
 			"hash_ms", ms(tHash.Sub(t0)), "tls_ms", ms(tTLS.Sub(tHash)), "start_ms", ms(tStart.Sub(tTLS)),
 			"describe_ms", ms(tDescribe.Sub(tStart)), "configure_ms", ms(end.Sub(tDescribe)), "total_ms", ms(end.Sub(t0)))
 	}
@@ -181,26 +182,26 @@ func ms(d time.Duration) string {
 
 // lockedStart starts the child while holding the launcher's lock (see pluginLauncher.mu).
 type lockedStart struct {
-	*procRunner
+	*proc.Runner
 	mu *sync.Mutex
 }
 
 func (s lockedStart) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.procRunner.Start(ctx)
+	return s.Runner.Start(ctx)
 }
 
 // ended forgets a child that has exited and, when the agent adopts orphans, kills
 // whatever that child left behind.
-func (l *pluginLauncher) ended(pr *procRunner) {
+func (l *pluginLauncher) ended(pr *proc.Runner) {
 	// Its socket is of no use to anyone now, however it ended.
-	removeSocketDir(l.socketRoot, pr.socketDir)
+	proc.RemoveSocketDir(l.socketRoot, pr.SocketDir)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.live, pr.cmd.Process.Pid)
+	delete(l.live, pr.Cmd.Process.Pid)
 	if l.reapOrphans {
-		sweepOrphans(l.live, l.reaping, &l.mu, l.log)
+		proc.SweepOrphans(l.live, l.reaping, &l.mu, l.log)
 	}
 }
 
@@ -209,10 +210,10 @@ func (l *pluginLauncher) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.reapOrphans {
-		sweepOrphans(l.live, l.reaping, &l.mu, l.log)
+		proc.SweepOrphans(l.live, l.reaping, &l.mu, l.log)
 	}
 	l.boxes.Close()
-	l.images.close()
+	l.images.Close()
 	if l.socketRoot != "" {
 		_ = os.RemoveAll(l.socketRoot)
 	}
@@ -221,7 +222,7 @@ func (l *pluginLauncher) close() {
 // pluginChild is a running plugin process.
 type pluginChild struct {
 	client   *plugin.Client
-	runner   *procRunner
+	runner   *proc.Runner
 	rpc      *host.Client
 	manifest host.Manifest
 }
@@ -246,14 +247,14 @@ func (c *pluginChild) Ping(timeout time.Duration) error {
 		return err
 	case <-t.C:
 		return fmt.Errorf("no answer within %s", Seconds(timeout))
-	case <-c.runner.exited:
+	case <-c.runner.Exited():
 		return errors.New("process exited")
 	}
 }
 
-func (c *pluginChild) Exited() <-chan struct{} { return c.runner.exited }
+func (c *pluginChild) Exited() <-chan struct{} { return c.runner.Exited() }
 
-func (c *pluginChild) ExitStatus() string { return c.runner.exitStatus() }
+func (c *pluginChild) ExitStatus() string { return c.runner.ExitStatus() }
 
 // Kill ends the process tree at once, then lets go-plugin release the connection.
 func (c *pluginChild) Kill() {
@@ -268,14 +269,14 @@ func (c *pluginChild) Stop(grace time.Duration) {
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
-	case <-c.runner.exited:
+	case <-c.runner.Exited():
 	case <-t.C:
 		_ = c.runner.Kill(context.Background())
-		<-c.runner.exited
+		<-c.runner.Exited()
 	}
 }
 
-func (c *pluginChild) Pid() int { return c.runner.cmd.Process.Pid }
+func (c *pluginChild) Pid() int { return c.runner.Cmd.Process.Pid }
 
 // Box is the child's box with resource limits, nil when it has none.
-func (c *pluginChild) Box() *limits.Box { return c.runner.box }
+func (c *pluginChild) Box() *limits.Box { return c.runner.Box }

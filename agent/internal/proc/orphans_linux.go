@@ -1,4 +1,4 @@
-package supervisor
+package proc
 
 import (
 	"os"
@@ -10,12 +10,12 @@ import (
 	"github.com/yuzugo/yuzu/sdk/proctree"
 )
 
-// sweepOrphans kills and reaps every child of the agent that is not a live plugin or
+// SweepOrphans kills and reaps every child of the agent that is not a live plugin or
 // inside one: with the agent as child subreaper, that is exactly what dead plugins
 // left behind. The caller holds the launcher's lock, so no plugin is half-started.
 // reaping holds the orphans already killed and not yet reaped: they are not killed
 // again (once reaped, their pid could belong to someone else).
-func sweepOrphans(live, reaping map[int]bool, mu *sync.Mutex, log hclog.Logger) {
+func SweepOrphans(live, reaping map[int]bool, mu *sync.Mutex, log hclog.Logger) {
 	if len(live)+len(reaping) == 0 && !proctree.HasChildren() {
 		return // nothing of ours is left anywhere: no need to read the process table
 	}

@@ -1,8 +1,9 @@
-package supervisor
+package proc
 
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"testing"
 
@@ -27,7 +28,7 @@ func TestSweepSocketRoots(t *testing.T) {
 		t.Errorf("a dead agent's directory stayed: %v", err)
 	}
 	for _, d := range []string{live, mine, other} {
-		if d == live && hostOS == "windows" && !processAlive(os.Getppid()) {
+		if d == live && runtime.GOOS == "windows" && !processAlive(os.Getppid()) {
 			continue // the test runner's parent may be gone under Wine
 		}
 		if _, err := os.Stat(d); err != nil {
@@ -35,8 +36,8 @@ func TestSweepSocketRoots(t *testing.T) {
 		}
 	}
 	// A child's directory is removed only inside the root.
-	removeSocketDir(live, filepath.Join(live, "plugin-dir1"))
-	removeSocketDir(live, filepath.Join(other, "plugin-dir1"))
+	RemoveSocketDir(live, filepath.Join(live, "plugin-dir1"))
+	RemoveSocketDir(live, filepath.Join(other, "plugin-dir1"))
 	if _, err := os.Stat(filepath.Join(live, "plugin-dir1")); !os.IsNotExist(err) {
 		t.Errorf("the child's directory stayed: %v", err)
 	}

@@ -1,4 +1,4 @@
-package supervisor
+package proc
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 // materialize hashes the open binary while copying it into a private directory:
 // Windows cannot execute a handle, so the copy (made from the very bytes that were
 // hashed) is what runs.
-func materialize(f *os.File, b Binary) (*image, []byte, error) { return copyImage(f, b) }
+func materialize(f *os.File, b binary) (*Image, []byte, error) { return copyImage(f, b) }
 
 // privateDACL gives full control to SYSTEM, the Administrators and the directory's
 // owner and to nobody else, and does not inherit from the parent (P): the temporary

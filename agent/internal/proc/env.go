@@ -1,9 +1,6 @@
-package supervisor
+package proc
 
-import (
-	"runtime"
-	"strings"
-)
+import "strings"
 
 // allowedEnv lists the variables a plugin child inherits (docs/agent.md); nothing else
 // of the agent's environment reaches it.
@@ -14,8 +11,8 @@ var allowedEnv = []string{
 
 var allowedEnvWindows = []string{"SystemRoot", "windir", "USERPROFILE", "LOCALAPPDATA", "ProgramData", "ComSpec"}
 
-// childEnv filters environ (KEY=VALUE entries) down to the allow-list.
-func childEnv(environ []string, goos string) []string {
+// ChildEnv filters environ (KEY=VALUE entries) down to the allow-list.
+func ChildEnv(environ []string, goos string) []string {
 	allowed := map[string]bool{}
 	for _, k := range allowedEnv {
 		allowed[norm(k, goos)] = true
@@ -45,5 +42,3 @@ func norm(k, goos string) string {
 	}
 	return k
 }
-
-var hostOS = runtime.GOOS

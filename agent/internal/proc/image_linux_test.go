@@ -1,4 +1,4 @@
-package supervisor
+package proc
 
 import (
 	"bytes"
@@ -13,15 +13,15 @@ import (
 )
 
 // writeBinary puts content at dir/yuzu-plugin-x (mode 0755) and returns it as a
-// Binary whose checksum matches.
-func writeBinary(t testing.TB, content []byte) Binary {
+// file whose checksum matches.
+func writeBinary(t testing.TB, content []byte) binary {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "yuzu-plugin-x")
 	if err := os.WriteFile(p, content, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(content)
-	return Binary{Name: "x", Path: p, Checksum: sum[:]}
+	return binary{Name: "x", Path: p, Checksum: sum[:]}
 }
 
 // The image runs from a sealed memory file holding exactly the hashed bytes: writing
@@ -34,7 +34,7 @@ func TestImageIsSealedCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer img.release()
+	defer img.Release()
 	if err := os.WriteFile(b.Path, []byte("other bytes"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestImageRefusesOtherBytes(t *testing.T) {
 	var refused *RefusedError
 	if !errors.As(err, &refused) {
 		if img != nil {
-			img.release()
+			img.Release()
 		}
 		t.Fatalf("openImage of changed bytes: %v, want a refusal", err)
 	}
@@ -113,7 +113,7 @@ func BenchmarkImage(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		img.release()
+		img.Release()
 		hashOnly += mid.Sub(start)
 		sealed += time.Since(mid)
 	}
@@ -168,7 +168,7 @@ func TestImageCacheReverifiesAChangedFile(t *testing.T) {
 	} {
 		t.Run(what, func(t *testing.T) {
 			b := writeBinary(t, content)
-			var c imageCache
+			var c ImageCache
 			first, err := c.open(b)
 			if err != nil {
 				t.Fatal(err)
@@ -180,14 +180,14 @@ func TestImageCacheReverifiesAChangedFile(t *testing.T) {
 			if first.kept == nil || second.kept != first.kept || second.execPath != first.execPath {
 				t.Fatal("the second start did not get the kept image")
 			}
-			first.release()
-			first.release() // a second release of the same start gives nothing back twice
+			first.Release()
+			first.Release() // a second release of the same start gives nothing back twice
 			change(t, b.Path)
 			img, err := c.open(b)
 			var refused *RefusedError
 			if !errors.As(err, &refused) {
 				if img != nil {
-					img.release()
+					img.Release()
 				}
 				t.Fatalf("a start after the file changed: %v, want a refusal", err)
 			}
@@ -199,7 +199,7 @@ func TestImageCacheReverifiesAChangedFile(t *testing.T) {
 			if err != nil || !bytes.Equal(got, content) {
 				t.Fatalf("the held image: %d bytes, %v; want the %d verified ones", len(got), err, len(content))
 			}
-			second.release()
+			second.Release()
 			if second.kept.refs != 0 {
 				t.Errorf("%d holds left once every start gave its own back", second.kept.refs)
 			}
@@ -207,16 +207,16 @@ func TestImageCacheReverifiesAChangedFile(t *testing.T) {
 	}
 	// A new catalog checksum (an upgrade) verifies afresh too.
 	b := writeBinary(t, content)
-	var c imageCache
+	var c ImageCache
 	img, err := c.open(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	img.release()
+	img.Release()
 	b.Checksum = bytes.Repeat([]byte{1}, 32)
 	if img, err := c.open(b); err == nil {
-		img.release()
+		img.Release()
 		t.Fatal("a checksum the kept image was not verified against was taken")
 	}
-	c.close()
+	c.Close()
 }

@@ -1,4 +1,4 @@
-package supervisor
+package proc
 
 import (
 	"context"
@@ -22,24 +22,26 @@ import (
 // pipe open cannot keep the child's end unnoticed.
 const pipeGrace = time.Second
 
-// procRunner runs one plugin child for go-plugin (it implements go-plugin's
+// Runner runs one plugin child for go-plugin (it implements go-plugin's
 // runner.Runner) and owns the process: the group everything it starts belongs to, its
 // exit (noticed by waiting on the process itself, never by polling), how it ended, and
 // the relay of its stderr into the agent's log.
-type procRunner struct {
-	cmd   *exec.Cmd
-	name  string // the binary's path, for messages
-	img   *image
-	log   hclog.Logger // the plugin's log, named after it
-	onRun func(pid int)
-	onEnd func()
-	// socketDir is the directory go-plugin made for this child's socket.
-	socketDir string
+type Runner struct {
+	Cmd   *exec.Cmd    // the child to start, set before Start
+	Path  string       // the binary's path, for messages
+	Image *Image       // the verified image Cmd runs; released once the child has exited
+	Log   hclog.Logger // the plugin's log, named after it
+	// OnRun, when set, is called with the child's pid once it runs, inside Start.
+	OnRun func(pid int)
+	// OnEnd, when set, is called once the child has exited, before Wait returns.
+	OnEnd func()
+	// SocketDir is the directory go-plugin made for this child's socket.
+	SocketDir string
+	Box       *limits.Box // nil: no resource limits
 
 	stdout io.ReadCloser
 	stderr io.ReadCloser
 	group  *proctree.Group
-	box    *limits.Box // nil: no resource limits
 
 	reaped chan struct{} // closed as soon as the process is reaped (Kill)
 	exited chan struct{} // closed once everything after the exit is done (Wait)
@@ -48,37 +50,37 @@ type procRunner struct {
 	werr   error
 }
 
-func (r *procRunner) Start(context.Context) error {
+func (r *Runner) Start(context.Context) error {
 	var err error
-	if r.stdout, err = r.cmd.StdoutPipe(); err != nil {
+	if r.stdout, err = r.Cmd.StdoutPipe(); err != nil {
 		return err
 	}
-	if r.stderr, err = r.cmd.StderrPipe(); err != nil {
+	if r.stderr, err = r.Cmd.StderrPipe(); err != nil {
 		return err
 	}
-	if err := r.cmd.Start(); err != nil {
-		r.img.release()
-		r.box.StartFailed()
+	if err := r.Cmd.Start(); err != nil {
+		r.Image.Release()
+		r.Box.StartFailed()
 		return err
 	}
-	r.img.started()
-	if err := r.box.Started(r.cmd.Process.Pid); err != nil {
-		r.log.Warn("the child is not in every cgroup of its box", "error", err)
+	r.Image.started()
+	if err := r.Box.Started(r.Cmd.Process.Pid); err != nil {
+		r.Log.Warn("the child is not in every cgroup of its box", "error", err)
 	}
-	if r.group, err = proctree.Attach(r.cmd); err != nil {
+	if r.group, err = proctree.Attach(r.Cmd); err != nil {
 		// Unbounded, it could leave processes behind: end it before it does anything.
-		_ = r.cmd.Process.Kill()
-		_, _ = r.cmd.Process.Wait()
-		r.img.release()
-		r.box.Close()
+		_ = r.Cmd.Process.Kill()
+		_, _ = r.Cmd.Process.Wait()
+		r.Image.Release()
+		r.Box.Close()
 		return err
 	}
-	if r.onRun != nil {
-		r.onRun(r.cmd.Process.Pid)
+	if r.OnRun != nil {
+		r.OnRun(r.Cmd.Process.Pid)
 	}
 	r.reaped = make(chan struct{})
 	r.exited = make(chan struct{})
-	go relayLog(r.stderr, r.log)
+	go relayLog(r.stderr, r.Log)
 	go r.wait()
 	return nil
 }
@@ -89,18 +91,18 @@ func (r *procRunner) Start(context.Context) error {
 // Said first, a Close racing this goroutine saw a live child that no longer existed
 // and read the whole process table for orphans on every one-shot exec. The output
 // pipes get a moment to drain before they are closed.
-func (r *procRunner) wait() {
-	st, err := r.cmd.Process.Wait()
+func (r *Runner) wait() {
+	st, err := r.Cmd.Process.Wait()
 	r.mu.Lock()
 	r.state, r.werr = st, err
 	r.mu.Unlock()
 	close(r.reaped)
 	r.group.Close()
-	r.img.release()
+	r.Image.Release()
 	// Whatever the child left in its box goes with it, also what left its group.
-	r.box.Close()
-	if r.onEnd != nil {
-		r.onEnd()
+	r.Box.Close()
+	if r.OnEnd != nil {
+		r.OnEnd()
 	}
 	close(r.exited)
 	time.AfterFunc(pipeGrace, func() {
@@ -111,7 +113,7 @@ func (r *procRunner) wait() {
 
 // Wait returns once the process has exited. go-plugin calls it after its handshake
 // reader is done.
-func (r *procRunner) Wait(context.Context) error {
+func (r *Runner) Wait(context.Context) error {
 	if r.exited == nil {
 		return errors.New("not started")
 	}
@@ -121,7 +123,7 @@ func (r *procRunner) Wait(context.Context) error {
 
 // Kill ends the process and everything it started, unless it has already exited (its
 // pid, and with it the group id, may then belong to someone else).
-func (r *procRunner) Kill(context.Context) error {
+func (r *Runner) Kill(context.Context) error {
 	if r.reaped == nil {
 		return nil
 	}
@@ -131,39 +133,43 @@ func (r *procRunner) Kill(context.Context) error {
 	default:
 	}
 	err := r.group.Kill()
-	r.box.Kill()
+	r.Box.Kill()
 	return err
 }
 
-func (r *procRunner) Stdout() io.ReadCloser { return r.stdout }
+func (r *Runner) Stdout() io.ReadCloser { return r.stdout }
 
 // Stderr is empty for go-plugin: the agent relays the plugin's stderr itself (relayLog),
 // so that a hostile log line can neither crash the agent nor forge its log.
-func (r *procRunner) Stderr() io.ReadCloser { return io.NopCloser(strings.NewReader("")) }
+func (r *Runner) Stderr() io.ReadCloser { return io.NopCloser(strings.NewReader("")) }
 
-func (r *procRunner) Name() string { return r.name }
+func (r *Runner) Name() string { return r.Path }
 
-func (r *procRunner) Diagnose(context.Context) string {
+func (r *Runner) Diagnose(context.Context) string {
 	return "the file may not be a yuzu plugin built for this platform, or it failed before its handshake (see its log lines above)"
 }
 
-func (r *procRunner) ID() string {
-	if r.cmd.Process == nil {
+func (r *Runner) ID() string {
+	if r.Cmd.Process == nil {
 		return ""
 	}
-	return strconv.Itoa(r.cmd.Process.Pid)
+	return strconv.Itoa(r.Cmd.Process.Pid)
 }
 
-func (r *procRunner) PluginToHost(network, addr string) (string, string, error) {
+func (r *Runner) PluginToHost(network, addr string) (string, string, error) {
 	return network, addr, nil
 }
 
-func (r *procRunner) HostToPlugin(network, addr string) (string, string, error) {
+func (r *Runner) HostToPlugin(network, addr string) (string, string, error) {
 	return network, addr, nil
 }
 
-// exitStatus says how the process ended, once it has.
-func (r *procRunner) exitStatus() string {
+// Exited is closed once the process has exited and everything after the exit is done;
+// nil before it has started.
+func (r *Runner) Exited() <-chan struct{} { return r.exited }
+
+// ExitStatus says how the process ended, once it has.
+func (r *Runner) ExitStatus() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.state == nil {

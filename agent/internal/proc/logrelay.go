@@ -1,4 +1,4 @@
-package supervisor
+package proc
 
 import (
 	"bytes"
@@ -26,6 +26,10 @@ func relayLog(r io.Reader, log hclog.Logger) {
 	_, _ = io.Copy(w, r)
 	w.flush()
 }
+
+// LogWriter returns an io.Writer that logs each line written to it as the plugin's
+// (log is named after it), tagged with stream: see lineLog.
+func LogWriter(log hclog.Logger, stream string) io.Writer { return newLineLog(log, stream) }
 
 // parseLogLine reads an hclog JSON line. It accepts only an object whose @level and
 // @message are strings and whose level is known; everything else is text.

@@ -1,4 +1,4 @@
-package supervisor
+package proc
 
 import (
 	"crypto/sha256"
@@ -22,7 +22,7 @@ const sealedSeals = unix.F_SEAL_WRITE | unix.F_SEAL_GROW | unix.F_SEAL_SHRINK | 
 // can change between the hash and the exec. Without memfd_create (kernels before
 // 3.17, a seccomp filter) or without /proc, it falls back to the private copy of the
 // other systems. See docs/agent.md.
-func materialize(f *os.File, b Binary) (*image, []byte, error) {
+func materialize(f *os.File, b binary) (*Image, []byte, error) {
 	mfd, err := newSealableMemfd("yuzu-plugin-" + b.Name)
 	if err != nil {
 		return copyImage(f, b)
@@ -43,7 +43,7 @@ func materialize(f *os.File, b Binary) (*image, []byte, error) {
 		return nil, nil, fmt.Errorf("plugin %s: sealing its copy: %w", b.Name, err)
 	}
 	f.Close() // the sealed memory file holds the bytes now
-	return &image{execPath: fdPath, fd: mem}, h.Sum(nil), nil
+	return &Image{execPath: fdPath, fd: mem}, h.Sum(nil), nil
 }
 
 // newSealableMemfd makes a close-on-exec memory file that can be sealed and executed.

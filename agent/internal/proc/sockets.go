@@ -1,8 +1,9 @@
-package supervisor
+package proc
 
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -29,11 +30,11 @@ const socketRootPrefix = "yuzu-sock-"
 // socket path fits.
 const maxSocketBase = 40
 
-// newSocketRoot makes this agent's socket directory (mode 0700) after removing those
+// NewSocketRoot makes this agent's socket directory (mode 0700) after removing those
 // left by agents that are gone. An error leaves go-plugin's default.
-func newSocketRoot(log hclog.Logger) string {
+func NewSocketRoot(log hclog.Logger) string {
 	base := os.TempDir()
-	if len(base) > maxSocketBase && hostOS != "windows" {
+	if len(base) > maxSocketBase && runtime.GOOS != "windows" {
 		base = "/tmp"
 	}
 	sweepSocketRoots(base, log)
@@ -70,9 +71,9 @@ func sweepSocketRoots(parent string, log hclog.Logger) {
 	}
 }
 
-// removeSocketDir removes one child's socket directory, which go-plugin made inside
+// RemoveSocketDir removes one child's socket directory, which go-plugin made inside
 // root; anything else is left alone.
-func removeSocketDir(root, dir string) {
+func RemoveSocketDir(root, dir string) {
 	if root == "" || dir == "" || filepath.Dir(dir) != root {
 		return
 	}

@@ -1,6 +1,6 @@
 //go:build !windows
 
-package supervisor
+package proc
 
 import "golang.org/x/sys/unix"
 

@@ -1,4 +1,4 @@
-package supervisor
+package proc
 
 import (
 	"bytes"
@@ -16,16 +16,35 @@ import (
 	"github.com/yuzugo/yuzu/sdk/safefile"
 )
 
-// MaxBinaryBytes bounds a plugin binary the agent will hash and run. Go plugins are
+// maxBinaryBytes bounds a plugin binary the agent will hash and run. Go plugins are
 // tens of megabytes; a gigabyte is not a plugin, and hashing it would stall the start.
-const MaxBinaryBytes = trust.MaxBinaryBytes
+const maxBinaryBytes = trust.MaxBinaryBytes
 
-// image is a plugin binary that has been verified and can be run without the check and
+// RefusedError says a plugin binary was refused before it ever ran.
+type RefusedError struct {
+	Path   string
+	Reason string
+}
+
+// Error says what happened.
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("plugin binary %s refused: %s", e.Path, e.Reason)
+}
+
+// binary is a plugin binary to verify: its name, where it is, and its SHA-256 from the
+// catalog.
+type binary struct {
+	Name     string
+	Path     string
+	Checksum []byte
+}
+
+// Image is a plugin binary that has been verified and can be run without the check and
 // the run ever seeing different bytes: the bytes are read once through one descriptor,
 // hashed as they are written into a sealed memory file (Linux) or a private copy
 // (elsewhere), and that is what runs. A later write to the path, or a rename over it,
 // changes nothing. See docs/agent.md.
-type image struct {
+type Image struct {
 	// execPath is what to execute: /proc/self/fd/N of the memory file, or the
 	// private copy.
 	execPath string
@@ -35,16 +54,19 @@ type image struct {
 	// tmpDir holds the private copy; removed once the child has exited.
 	tmpDir string
 	// kept, when set, is the verified image this start runs from, which the
-	// launcher's imageCache keeps for later starts; execPath is kept's, fd and tmpDir
+	// launcher's ImageCache keeps for later starts; execPath is kept's, fd and tmpDir
 	// are unset, and release gives this start's hold on it back.
 	kept     *keptImage
 	released sync.Once
 }
 
+// ExecPath is what to execute: the sealed memory file or the private copy.
+func (img *Image) ExecPath() string { return img.execPath }
+
 // trustedBinary opens b without following a link and checks on the open descriptor
 // that it is a regular file owned by root or the agent's user, writable by nobody
 // else, within the size bound.
-func trustedBinary(b Binary) (*os.File, os.FileInfo, error) {
+func trustedBinary(b binary) (*os.File, os.FileInfo, error) {
 	refuse := func(reason string) error { return &RefusedError{Path: b.Path, Reason: reason} }
 	f, fi, err := safefile.Open(b.Path)
 	if err != nil {
@@ -54,16 +76,16 @@ func trustedBinary(b Binary) (*os.File, os.FileInfo, error) {
 		f.Close()
 		return nil, nil, refuse(err.Error())
 	}
-	if fi.Size() > MaxBinaryBytes {
+	if fi.Size() > maxBinaryBytes {
 		f.Close()
-		return nil, nil, refuse(fmt.Sprintf("%d bytes, over the %d-byte limit for a plugin", fi.Size(), MaxBinaryBytes))
+		return nil, nil, refuse(fmt.Sprintf("%d bytes, over the %d-byte limit for a plugin", fi.Size(), maxBinaryBytes))
 	}
 	return f, fi, nil
 }
 
 // verifyImage hashes the open, trusted binary f into its image and compares with the
 // catalog's checksum; it takes f.
-func verifyImage(f *os.File, _ os.FileInfo, b Binary) (*image, error) {
+func verifyImage(f *os.File, _ os.FileInfo, b binary) (*Image, error) {
 	refuse := func(reason string) error { return &RefusedError{Path: b.Path, Reason: reason} }
 	img, sum, err := materialize(f, b)
 	if err != nil {
@@ -71,7 +93,7 @@ func verifyImage(f *os.File, _ os.FileInfo, b Binary) (*image, error) {
 		return nil, err
 	}
 	if !bytes.Equal(sum, b.Checksum) {
-		img.release()
+		img.Release()
 		return nil, refuse(fmt.Sprintf("SHA-256 %s does not match %s (%s); if you trust this binary, run `yuzu-agent plugins add %s`",
 			hex.EncodeToString(sum), trust.FileName, hex.EncodeToString(b.Checksum), b.Path))
 	}
@@ -83,7 +105,7 @@ func verifyImage(f *os.File, _ os.FileInfo, b Binary) (*image, error) {
 // that the system calls stay few (50 for a 13 MB plugin).
 const copyChunk = 256 << 10
 
-// hashCopy hashes what is left of f (at most MaxBinaryBytes) into h, writing the same
+// hashCopy hashes what is left of f (at most maxBinaryBytes) into h, writing the same
 // bytes to w when it is not nil: what w got is exactly what was hashed. Each chunk is
 // read once, hashed, and written from the same buffer, in one goroutine. Handing the
 // chunks to a writer goroutine (as this did first) made a start dearer, not cheaper:
@@ -95,7 +117,7 @@ func hashCopy(h hash.Hash, w io.Writer, f *os.File) error {
 	for {
 		n, err := io.ReadFull(f, buf)
 		if n > 0 {
-			if total += int64(n); total > MaxBinaryBytes {
+			if total += int64(n); total > maxBinaryBytes {
 				return errOverLimit
 			}
 			h.Write(buf[:n])
@@ -117,16 +139,16 @@ func hashCopy(h hash.Hash, w io.Writer, f *os.File) error {
 var errOverLimit = errors.New("grew over the size limit while being read")
 
 // started is called once the child runs: the descriptor is no longer needed.
-func (img *image) started() {
+func (img *Image) started() {
 	if img.fd != nil {
 		img.fd.Close()
 		img.fd = nil
 	}
 }
 
-// release frees what the image holds; call it once the child has exited (or never
+// Release frees what the image holds; call it once the child has exited (or never
 // started). Later calls do nothing.
-func (img *image) release() {
+func (img *Image) Release() {
 	img.started()
 	if img.tmpDir != "" {
 		_ = os.RemoveAll(img.tmpDir)
@@ -136,7 +158,7 @@ func (img *image) release() {
 	}
 }
 
-// imageCache keeps each plugin's verified, sealed image for the starts after the
+// ImageCache keeps each plugin's verified, sealed image for the starts after the
 // first: the binary is read, hashed and copied once, not at every start (cold exec,
 // the first command after an idle stop, a restart after a crash). A start uses the
 // kept image only while the binary at the path is the file that was verified (same
@@ -152,15 +174,15 @@ func (img *image) release() {
 // began stays in memory (shared memory, not the agent's RSS), the size of the binary
 // each (about 13 MB for a shipped plugin). While a child runs it costs nothing more:
 // its executable pages are those same pages. Only Linux keeps images (the memory
-// file); the private copies of the other systems are made afresh at every start.
-type imageCache struct {
+// binary); the private copies of the other systems are made afresh at every start.
+type ImageCache struct {
 	mu sync.Mutex
 	m  map[string]*keptImage // by the binary's path
 }
 
 // keptImage is a verified sealed image and the identity of the file it was read from.
 type keptImage struct {
-	cache    *imageCache
+	cache    *ImageCache
 	execPath string
 	fd       *os.File
 	sum      []byte // the catalog's checksum it matched
@@ -179,15 +201,20 @@ func (k *keptImage) unref() {
 }
 
 // hold returns a start's image of k; cache.mu is held.
-func (k *keptImage) hold() *image {
+func (k *keptImage) hold() *Image {
 	k.refs++
-	return &image{execPath: k.execPath, kept: k}
+	return &Image{execPath: k.execPath, kept: k}
 }
 
-// open returns the image to start b from: the kept one when b is still the file that
-// was verified, else b verified afresh (trustedBinary, verifyImage), and kept when
-// it can be.
-func (c *imageCache) open(b Binary) (*image, error) {
+// Open returns the image to start the plugin name's binary at path from, which the
+// catalog says has the SHA-256 checksum: the kept one when the binary is still the
+// file that was verified, else the binary verified afresh (trustedBinary,
+// verifyImage), and kept when it can be. Every refusal is a *RefusedError.
+func (c *ImageCache) Open(name, path string, checksum []byte) (*Image, error) {
+	return c.open(binary{Name: name, Path: path, Checksum: checksum})
+}
+
+func (c *ImageCache) open(b binary) (*Image, error) {
 	f, fi, err := trustedBinary(b)
 	if err != nil {
 		return nil, err
@@ -224,8 +251,8 @@ func (c *imageCache) open(b Binary) (*image, error) {
 	return k.hold(), nil
 }
 
-// close forgets every kept image; starts that hold one keep it until they give it back.
-func (c *imageCache) close() {
+// Close forgets every kept image; starts that hold one keep it until they give it back.
+func (c *ImageCache) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for p, k := range c.m {
@@ -240,20 +267,20 @@ func (c *imageCache) close() {
 // copyImage writes the verified bytes of f into a private directory only the agent's
 // user can enter, and returns the copy as the image to run. It is how systems without
 // a way to execute a descriptor run exactly the bytes that were checked.
-func copyImage(f *os.File, b Binary) (*image, []byte, error) {
+func copyImage(f *os.File, b binary) (*Image, []byte, error) {
 	dir, err := os.MkdirTemp("", "yuzu-plugin-")
 	if err != nil {
 		return nil, nil, fmt.Errorf("plugin %s: private copy: %w", b.Name, err)
 	}
-	img := &image{tmpDir: dir, fd: f}
+	img := &Image{tmpDir: dir, fd: f}
 	if err := restrictDir(dir); err != nil {
-		img.release()
+		img.Release()
 		return nil, nil, fmt.Errorf("plugin %s: private copy: %w", b.Name, err)
 	}
 	name := filepath.Join(dir, filepath.Base(b.Path))
 	out, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o700)
 	if err != nil {
-		img.release()
+		img.Release()
 		return nil, nil, fmt.Errorf("plugin %s: private copy: %w", b.Name, err)
 	}
 	h := sha256.New()
@@ -262,7 +289,7 @@ func copyImage(f *os.File, b Binary) (*image, []byte, error) {
 		err = cerr
 	}
 	if err != nil {
-		img.release()
+		img.Release()
 		return nil, nil, &RefusedError{Path: b.Path, Reason: "read: " + err.Error()}
 	}
 	img.execPath = name

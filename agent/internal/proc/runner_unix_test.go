@@ -1,6 +1,6 @@
 //go:build unix
 
-package supervisor
+package proc
 
 import (
 	"context"
@@ -18,12 +18,12 @@ import (
 // process table for orphans on every one-shot exec.
 func TestRunnerWaitReturnsAfterCleanup(t *testing.T) {
 	var ended atomic.Bool
-	r := &procRunner{
-		cmd:  exec.Command("sh", "-c", "exit 3"),
-		name: "sh",
-		img:  &image{},
-		log:  hclog.NewNullLogger(),
-		onEnd: func() {
+	r := &Runner{
+		Cmd:   exec.Command("sh", "-c", "exit 3"),
+		Path:  "sh",
+		Image: &Image{},
+		Log:   hclog.NewNullLogger(),
+		OnEnd: func() {
 			time.Sleep(50 * time.Millisecond) // a slow cleanup must still come first
 			ended.Store(true)
 		},
@@ -37,7 +37,7 @@ func TestRunnerWaitReturnsAfterCleanup(t *testing.T) {
 	if !ended.Load() {
 		t.Fatal("Wait returned before the cleanup after the exit had run")
 	}
-	if got := r.exitStatus(); got == "" {
+	if got := r.ExitStatus(); got == "" {
 		t.Fatal("no exit status recorded")
 	}
 	// Kill after the exit must not signal anything: the pid may be someone else's.
