@@ -14,7 +14,9 @@ import (
 )
 
 // TestDefinitionsAgreeWithPlugins runs every shipped plugin and checks, over the wire,
-// what the agent will rely on: the definitions each plugin serves agree with its
+// what the agent will rely on: the definitions each plugin serves (its documents laid
+// over the ones derived from its declarations, host.Manifest.ServedDefinitions), with
+// every id the plugin's own and a complete definition for every action, agree with its
 // declarations both ways (and cover every action), no id is defined twice across
 // plugins and workflows, and every workflow agrees with the action it runs.
 func TestDefinitionsAgreeWithPlugins(t *testing.T) {
@@ -38,7 +40,9 @@ func TestDefinitionsAgreeWithPlugins(t *testing.T) {
 			continue
 		}
 		manifests[p] = m
-		defs, err := definition.ParseFiles(m.Definitions)
+		// What the agent relies on is what the plugin serves: its documents laid over the
+		// definitions the SDK derives from its declarations, not the documents alone.
+		defs, err := m.ServedDefinitions()
 		if err != nil {
 			t.Errorf("plugin %s: served definitions: %v", p, err)
 			continue
