@@ -15,10 +15,11 @@ import (
 
 // TestDefinitionsAgreeWithPlugins runs every shipped plugin and checks, over the wire,
 // what the agent will rely on: the definitions each plugin serves (its documents laid
-// over the ones derived from its declarations, host.Manifest.ServedDefinitions), with
-// every id the plugin's own and a complete definition for every action, agree with its
-// declarations both ways (and cover every action), no id is defined twice across
-// plugins and workflows, and every workflow agrees with the action it runs.
+// over the ones derived from its declarations, host.Manifest.ServedDefinitions) agree
+// with its declarations both ways (and cover every action), no id is defined twice across
+// plugins and workflows, every workflow agrees with the action it runs, and with a
+// vendor prefix each definition has its action's derived id (no document beside an
+// overlay runs a derived action under another id).
 func TestDefinitionsAgreeWithPlugins(t *testing.T) {
 	t.Parallel()
 	if len(shipped) == 0 {
@@ -49,6 +50,11 @@ func TestDefinitionsAgreeWithPlugins(t *testing.T) {
 		}
 		for _, d := range definition.CheckAgreement(p, m.Actions, defs) {
 			t.Errorf("plugin %s: %v", p, d)
+		}
+		for _, d := range defs {
+			if id := definition.DerivedID(m.Vendor, p, d.Action); id != "" && d.ID != id {
+				t.Errorf("plugin %s: definition %s runs action %s, whose derived id is %s: a document that is not its overlay", p, d.ID, d.Action, id)
+			}
 		}
 		sets = append(sets, defs)
 		t.Logf("plugin %s %s: %d actions, %d definitions agree", p, m.Version, len(m.Actions), len(defs))
