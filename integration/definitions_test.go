@@ -14,9 +14,12 @@ import (
 )
 
 // TestDefinitionsAgreeWithPlugins runs every shipped plugin and checks, over the wire,
-// what the agent will rely on: the definitions each plugin serves agree with its
-// declarations both ways (and cover every action), no id is defined twice across
-// plugins and workflows, and every workflow agrees with the action it runs.
+// what the agent will rely on: the definitions each plugin serves (its documents laid
+// over the ones derived from its declarations, host.Manifest.ServedDefinitions) agree
+// with its declarations both ways (and cover every action), no id is defined twice across
+// plugins and workflows, every workflow agrees with the action it runs, and with a
+// vendor prefix each definition has its action's derived id (no document beside an
+// overlay runs a derived action under another id).
 func TestDefinitionsAgreeWithPlugins(t *testing.T) {
 	t.Parallel()
 	if len(shipped) == 0 {
@@ -38,13 +41,20 @@ func TestDefinitionsAgreeWithPlugins(t *testing.T) {
 			continue
 		}
 		manifests[p] = m
-		defs, err := definition.ParseFiles(m.Definitions)
+		// What the agent relies on is what the plugin serves: its documents laid over the
+		// definitions the SDK derives from its declarations, not the documents alone.
+		defs, err := m.ServedDefinitions()
 		if err != nil {
 			t.Errorf("plugin %s: served definitions: %v", p, err)
 			continue
 		}
 		for _, d := range definition.CheckAgreement(p, m.Actions, defs) {
 			t.Errorf("plugin %s: %v", p, d)
+		}
+		for _, d := range defs {
+			if id := definition.DerivedID(m.Vendor, p, d.Action); id != "" && d.ID != id {
+				t.Errorf("plugin %s: definition %s runs action %s, whose derived id is %s: a document that is not its overlay", p, d.ID, d.Action, id)
+			}
 		}
 		sets = append(sets, defs)
 		t.Logf("plugin %s %s: %d actions, %d definitions agree", p, m.Version, len(m.Actions), len(defs))

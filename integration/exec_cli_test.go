@@ -476,7 +476,7 @@ func TestDescribeFirewallMechanism(t *testing.T) {
 		t.Fatalf("exec firewall state names no backend:\n%s", state)
 	}
 	d := runAgent(t, nil, "--plugin-dir", w.pluginDir, "--data-dir", w.dataDir, "describe", "firewall")
-	want := "\nprotocol: 1\nmechanism: " + strings.Join(backends, " + ") + "\nactions:\n"
+	want := "\nprotocol: 1\nvendor: security\nmechanism: " + strings.Join(backends, " + ") + "\nactions:\n"
 	if d.code != 0 || !strings.Contains(d.stdout, want) {
 		t.Errorf("describe firewall: want %q in:\n%s", want, d)
 	}

@@ -57,6 +57,7 @@ func actions() []action {
 
 func newPlugin() *sdk.Plugin {
 	p := sdk.New(pluginName, pluginVersion, pluginDescription)
+	p.Vendor = "device" // the SDK derives the definitions device.filesystem.<action>; definitions/ adds what Go cannot say
 	for _, a := range actions() {
 		p.Handle(a.name, a.handler, a.decl...)
 	}

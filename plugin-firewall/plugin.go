@@ -43,6 +43,7 @@ func newPlugin() *sdk.Plugin {
 func newPluginWith(r reader) *sdk.Plugin {
 	fp := &firewallPlugin{r: r}
 	p := sdk.New(pluginName, pluginVersion, pluginDescription)
+	p.Vendor = "security" // the SDK derives the definitions security.firewall.<action>; definitions/ adds what Go cannot say
 	// The definitions name the columns upstream's do. The rows really differ by
 	// backend (docs/firewall.md), which is why the columns are set explicitly
 	// instead of being read off the row declarations.

@@ -54,6 +54,7 @@ func keyParam(extra ...sdk.ParamOption) sdk.ActionOption {
 func newPlugin() *sdk.Plugin {
 	tp := &tagsPlugin{store: store.Open(context.Background(), "", nil)}
 	p := sdk.New(pluginName, pluginVersion, pluginDescription)
+	p.Vendor = "device" // the SDK derives the definitions device.tags.<action>; definitions/ adds what Go cannot say
 	p.OnConfigure(tp.configure)
 	support := sdk.OnAll(sdk.OSSupport{Level: sdk.SupportSupported, Rung: 1, Mechanism: "local_json_store"})
 	p.Handle("set", tp.set, sdk.Describe("Sets a tag: key (at most 64 bytes, [a-zA-Z0-9_.:-]) to value (at most 448 bytes)"),

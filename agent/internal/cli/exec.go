@@ -17,6 +17,7 @@ import (
 	"github.com/yuzugo/yuzu/agent/dispatch"
 	"github.com/yuzugo/yuzu/agent/internal/limits"
 	"github.com/yuzugo/yuzu/agent/internal/output"
+	"github.com/yuzugo/yuzu/agent/internal/plugincmd"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/definitions"
 	"github.com/yuzugo/yuzu/sdk"
@@ -166,7 +167,7 @@ func findDefinition(ctx context.Context, sup *supervisor.Supervisor, id string) 
 	}
 	var problems []string
 	for _, n := range append(first, rest...) {
-		defs, err := pluginDefinitions(ctx, sup, n)
+		defs, err := plugincmd.Served(ctx, sup, n)
 		if err != nil {
 			problems = append(problems, err.Error())
 			continue
@@ -191,19 +192,6 @@ func containsSegment(id, name string) bool {
 		}
 	}
 	return false
-}
-
-// pluginDefinitions returns the definitions plugin n serves, derived ones included.
-func pluginDefinitions(ctx context.Context, sup *supervisor.Supervisor, n string) ([]definition.Definition, error) {
-	m, err := sup.Describe(ctx, n)
-	if err != nil {
-		return nil, err
-	}
-	defs, err := m.ServedDefinitions()
-	if err != nil {
-		return nil, fmt.Errorf("plugin %s serves definitions that do not parse: %w", n, err)
-	}
-	return defs, nil
 }
 
 // runExec runs one command through the dispatcher and the supervisor, exactly as a

@@ -2,12 +2,8 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"maps"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -18,48 +14,53 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/yuzugo/yuzu/agent/dispatch"
-	"github.com/yuzugo/yuzu/agent/internal/control"
-	"github.com/yuzugo/yuzu/agent/internal/installer"
 	"github.com/yuzugo/yuzu/agent/internal/limits"
+	"github.com/yuzugo/yuzu/agent/internal/output"
+	"github.com/yuzugo/yuzu/agent/internal/plugincmd"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/agent/trust"
-	"github.com/yuzugo/yuzu/definitions"
 	"github.com/yuzugo/yuzu/sdk"
-	"github.com/yuzugo/yuzu/sdk/atomicfile"
 	"github.com/yuzugo/yuzu/sdk/definition"
 	"github.com/yuzugo/yuzu/sdk/host"
 	"github.com/yuzugo/yuzu/sdk/rows"
-	"github.com/yuzugo/yuzu/sdk/safefile"
 )
 
 // startWait bounds how long `plugins` and `describe` wait for plugins to start.
-const startWait = 30 * time.Second
+const startWait = plugincmd.StartWait
 
 func runPlugins(ctx context.Context, cfg config, log hclog.Logger, args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) > 0 {
+		env := pluginEnv(cfg, log, stdout, stderr)
 		switch args[0] {
 		case "add":
 			if len(args) < 2 {
 				return 0, usagef("plugins add needs a FILE")
 			}
-			return addPlugins(ctx, cfg, log, args[1:], stdout, stderr), nil
+			opts := plugincmd.AddOptions{Signature: cfg.signature, Force: cfg.force, AllowDowngrade: cfg.allowDowngrade, IfNewer: cfg.ifNewer}
+			return plugincmd.Add(ctx, env, opts, args[1:]), nil
 		case "remove":
 			if len(args) != 2 {
 				return 0, usagef("plugins remove needs exactly one NAME")
 			}
-			return removePlugin(ctx, cfg, args[1], stdout, stderr), nil
+			return plugincmd.Remove(ctx, env, args[1]), nil
 		case "rollback":
 			if len(args) != 2 {
 				return 0, usagef("plugins rollback needs exactly one NAME")
 			}
-			return rollbackPlugin(ctx, cfg, log, args[1], stdout, stderr), nil
+			return plugincmd.Rollback(ctx, env, args[1]), nil
 		case "keys":
-			return runKeys(cfg, args[1:], stdout, stderr)
+			switch {
+			case len(args) == 3 && args[1] == "update":
+				return plugincmd.UpdateKeys(env, args[2]), nil
+			case len(args) > 1:
+				return 0, usagef("plugins keys takes no argument, or update FILE")
+			}
+			return plugincmd.ListKeys(env)
 		case "pin":
 			if len(args) < 2 {
 				return 0, usagef("plugins pin needs a FILE")
 			}
-			return pinPlugins(ctx, cfg, args[1:], stdout, stderr), nil
+			return plugincmd.Pin(ctx, env, args[1:]), nil
 		}
 		return 0, usagef("plugins: unknown subcommand %q", rows.Printable(args[0]))
 	}
@@ -73,6 +74,22 @@ func runPlugins(ctx context.Context, cfg config, log hclog.Logger, args []string
 	defer cancel()
 	sup.Start(ctx)
 	return writePluginTable(stdout, sup.Status()), nil
+}
+
+// pluginEnv is what the plugin trust commands need of the agent's configuration.
+func pluginEnv(cfg config, log hclog.Logger, stdout, stderr io.Writer) plugincmd.Env {
+	return plugincmd.Env{
+		PluginDir: cfg.pluginDir, DataDir: cfg.dataDir, StateDir: trustDir(cfg), PublishersDir: cfg.publishersDir,
+		AgentVersion:      Version,
+		SupervisorOptions: func() (supervisor.Options, error) { return supervisorOptions(cfg, log) },
+		NewSupervisor:     func() (*supervisor.Supervisor, error) { return newSupervisor(cfg, log) },
+		Stdout:            stdout, Stderr: stderr,
+	}
+}
+
+// loadKeys reads the publishers' keys and the key-set updates accepted earlier.
+func loadKeys(cfg config) (*trust.Keys, error) {
+	return plugincmd.LoadKeys(cfg.publishersDir, trustDir(cfg))
 }
 
 // writePluginTable prints the plugins table of `plugins` and the shell's .plugins; the
@@ -90,8 +107,8 @@ func writePluginTable(stdout io.Writer, statuses []supervisor.Status) int {
 			protocol = strconv.Itoa(st.Protocol)
 		}
 		mem, tasks, cpu := boxCells(st)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", cell(st.Name), cell(versionCell(st)), protocol, cell(trustCell(st)),
-			st.State, st.Restarts, cell(st.LastError), mem, tasks, cpu, cell(strings.Join(st.Actions, ",")))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", output.Cell(st.Name), output.Cell(versionCell(st)), protocol, output.Cell(trustCell(st)),
+			st.State, st.Restarts, output.Cell(st.LastError), mem, tasks, cpu, output.Cell(strings.Join(st.Actions, ",")))
 	}
 	if err := tw.Flush(); err != nil {
 		return exitFail
@@ -151,15 +168,6 @@ func boxCells(st supervisor.Status) (mem, tasks, cpu string) {
 		cpu = strconv.FormatFloat(st.Limits.CPUs, 'f', -1, 64)
 	}
 	return mem, tasks, cpu
-}
-
-// cell makes plugin-supplied text safe for one table cell: printable, no tabs (which
-// would shift the columns), "-" when empty.
-func cell(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return strings.ReplaceAll(rows.Printable(s), "\t", " ")
 }
 
 func runDescribe(ctx context.Context, cfg config, log hclog.Logger, args []string, stdout, stderr io.Writer) (int, error) {
@@ -238,20 +246,20 @@ func hostMechanism(ctx context.Context, d *dispatch.Dispatcher, m host.Manifest)
 			return nil
 		})
 	if err != nil {
-		return "unknown (" + cell(err.Error()) + ")"
+		return "unknown (" + output.Cell(err.Error()) + ")"
 	}
 	if len(backends) == 0 {
 		for _, a := range m.Actions {
 			if a.Name == action {
 				if leg := a.OS(runtime.GOOS); leg.Mechanism != "" {
-					return cell(leg.Mechanism) + " (declared; the answer names no backend)"
+					return output.Cell(leg.Mechanism) + " (declared; the answer names no backend)"
 				}
 			}
 		}
 		return "unknown (the answer names no backend)"
 	}
 	for i, b := range backends {
-		backends[i] = cell(b)
+		backends[i] = output.Cell(b)
 	}
 	return strings.Join(backends, " + ")
 }
@@ -272,7 +280,7 @@ func printDefinitions(stdout, stderr io.Writer, m host.Manifest) int {
 		fmt.Fprintln(stderr, "yuzu-agent:", rows.PrintableLines(err.Error()))
 		return exitFail
 	}
-	fmt.Fprintf(stdout, "# The InstructionDefinitions plugin %s %s serves (yuzu-agent describe %s --definitions).\n", cell(m.Name), cell(m.Version), cell(m.Name))
+	fmt.Fprintf(stdout, "# The InstructionDefinitions plugin %s %s serves (yuzu-agent describe %s --definitions).\n", output.Cell(m.Name), output.Cell(m.Version), output.Cell(m.Name))
 	if _, err := stdout.Write(data); err != nil {
 		return exitFail
 	}
@@ -286,16 +294,16 @@ func printDefinitions(stdout, stderr io.Writer, m host.Manifest) int {
 func printManifest(w io.Writer, m host.Manifest, mechanism string) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("name: %s\nversion: %s\ndescription: %s\nsdk_version: %s\nprotocol: %d\n",
-		cell(m.Name), cell(m.Version), cell(m.Description), cell(m.SDKVersion), m.Protocol)
+		output.Cell(m.Name), output.Cell(m.Version), output.Cell(m.Description), output.Cell(m.SDKVersion), m.Protocol)
 	if m.Vendor != "" {
-		p("vendor: %s\n", cell(m.Vendor))
+		p("vendor: %s\n", output.Cell(m.Vendor))
 	}
 	if mechanism != "" {
 		p("mechanism: %s\n", mechanism)
 	}
 	p("actions:\n")
 	for _, a := range m.Actions {
-		p("  %s: %s\n", cell(a.Name), cell(a.Description))
+		p("  %s: %s\n", output.Cell(a.Name), output.Cell(a.Description))
 		p("    support: linux=%s darwin=%s windows=%s\n", support(a.Linux), support(a.Darwin), support(a.Windows))
 		if len(a.Params) == 0 {
 			p("    parameters: none\n")
@@ -306,18 +314,18 @@ func printManifest(w io.Writer, m host.Manifest, mechanism string) {
 			}
 		}
 		for _, r := range a.Rows {
-			p("    row: %s\n", cell(strings.Join(append([]string{r.Kind}, columnNames(r.Columns)...), "|")))
+			p("    row: %s\n", output.Cell(strings.Join(append([]string{r.Kind}, columnNames(r.Columns)...), "|")))
 		}
-		p("    columns: %s\n", cell(strings.Join(columnNames(a.Columns), ", ")))
+		p("    columns: %s\n", output.Cell(strings.Join(columnNames(a.Columns), ", ")))
 	}
 	if len(m.Definitions) > 0 || m.Vendor != "" {
 		p("definitions:\n")
 		defs, err := m.ServedDefinitions()
 		if err != nil {
-			p("  (do not parse: %s)\n", cell(err.Error()))
+			p("  (do not parse: %s)\n", output.Cell(err.Error()))
 		}
 		for _, d := range defs {
-			p("  %s: %s/%s (%s, %s, ttl %ds, %s)\n", cell(d.ID), cell(d.Plugin), cell(d.Action), d.Type, strings.Join(d.Platforms, ","), d.TTLSeconds, d.Approval)
+			p("  %s: %s/%s (%s, %s, ttl %ds, %s)\n", output.Cell(d.ID), output.Cell(d.Plugin), output.Cell(d.Action), d.Type, strings.Join(d.Platforms, ","), d.TTLSeconds, d.Approval)
 		}
 	}
 }
@@ -325,7 +333,7 @@ func printManifest(w io.Writer, m host.Manifest, mechanism string) {
 func support(s sdk.OSSupport) string {
 	out := s.Level.String()
 	if s.Mechanism != "" {
-		out += "(" + cell(s.Mechanism) + ")"
+		out += "(" + output.Cell(s.Mechanism) + ")"
 	}
 	return out
 }
@@ -344,7 +352,7 @@ func columnNames(cols []sdk.Column) []string {
 // paramLine describes one declared parameter on one line, e.g.
 // `key string required maxLength=64 pattern=^[a-z]+$ — Tag key`.
 func paramLine(p *sdk.Parameter) string {
-	parts := []string{cell(p.Name), string(p.Type)}
+	parts := []string{output.Cell(p.Name), string(p.Type)}
 	if p.Required {
 		parts = append(parts, "required")
 	}
@@ -358,10 +366,10 @@ func paramLine(p *sdk.Parameter) string {
 		parts = append(parts, "maxLength="+strconv.Itoa(*p.MaxLength))
 	}
 	if p.Pattern != "" {
-		parts = append(parts, "pattern="+cell(p.Pattern))
+		parts = append(parts, "pattern="+output.Cell(p.Pattern))
 	}
 	if p.Enum != nil {
-		parts = append(parts, "enum="+cell(strings.Join(p.Enum, "|")))
+		parts = append(parts, "enum="+output.Cell(strings.Join(p.Enum, "|")))
 	}
 	if p.Minimum != nil {
 		parts = append(parts, "minimum="+strconv.FormatInt(*p.Minimum, 10))
@@ -374,373 +382,7 @@ func paramLine(p *sdk.Parameter) string {
 	}
 	line := strings.Join(parts, " ")
 	if p.Description != "" {
-		line += " — " + cell(p.Description)
+		line += " — " + output.Cell(p.Description)
 	}
 	return line
-}
-
-// addPlugins installs plugin builds (installer.Install: checked before any of their
-// code runs, stored, started once, checked again, made current in the catalog) and
-// tells a running agent, which starts each new build beside the running one and says
-// how that went. Every file is tried; the code is exitFail when one was refused or
-// rolled back.
-func addPlugins(ctx context.Context, cfg config, log hclog.Logger, files []string, stdout, stderr io.Writer) int {
-	fail := func(format string, args ...any) {
-		fmt.Fprintln(stderr, "yuzu-agent: plugins add: "+rows.PrintableLines(fmt.Sprintf(format, args...)))
-	}
-	if cfg.signature != "" && len(files) != 1 {
-		fail("--signature names the signature of one FILE; for several, put each beside its file as FILE.minisig")
-		return exitFail
-	}
-	keys, err := loadKeys(cfg)
-	if err != nil {
-		fail("%v", err)
-		return exitFail
-	}
-	if err := atomicfile.MkdirAll(cfg.pluginDir, 0o755); err != nil {
-		fail("%v", err)
-		return exitFail
-	}
-	ic := installerConfig(cfg, log, keys, func(ctx context.Context, name string) map[string][]definition.Definition {
-		return otherDefinitions(ctx, cfg, log, name, stderr)
-	})
-	code := exitOK
-	var changed []string
-	for _, file := range files {
-		offer, err := offerOf(cfg, file)
-		if err != nil {
-			fail("%v", err)
-			code = exitFail
-			continue
-		}
-		res, err := installer.Install(ctx, ic, offer)
-		if err != nil {
-			fail("%s: the plugin dir is unchanged: %v", file, err)
-			code = exitFail
-			continue
-		}
-		switch {
-		case res.Skipped != "":
-			fmt.Fprintf(stdout, "skipped %s: %s\n", rows.Printable(file), cell(res.Skipped))
-		case res.Change.Kind == trust.KindSame:
-			fmt.Fprintf(stdout, "%s\n", cell(res.Change.Describe()))
-		default:
-			defs, _ := res.Manifest.ServedDefinitions()
-			fmt.Fprintf(stdout, "added %s, %s, %d actions, %d definitions\n", cell(res.Change.Describe()),
-				cell(trustWord(res.Change.Entry)), len(res.Manifest.Actions), len(defs))
-			changed = append(changed, res.Change.Entry.Name())
-		}
-	}
-	if len(changed) > 0 && tellAgent(ctx, cfg, changed, stdout, stderr) != exitOK {
-		code = exitFail
-	}
-	return code
-}
-
-// offerOf reads a file offered to plugins add, and its signature: --signature, else
-// FILE.minisig when there is one.
-func offerOf(cfg config, file string) (installer.Offer, error) {
-	o := installer.Offer{FileName: filepath.Base(file), Source: "plugins add " + file,
-		Options: trust.Options{Force: cfg.force, AllowDowngrade: cfg.allowDowngrade}, IfNewer: cfg.ifNewer}
-	var err error
-	if o.Bytes, err = trust.ReadSource(file); err != nil {
-		return o, err
-	}
-	sigPath, explicit := cfg.signature, cfg.signature != ""
-	if !explicit {
-		sigPath = file + ".minisig"
-	}
-	o.Signature, err = safefile.ReadFile(sigPath, maxSignatureBytes)
-	if err != nil && (explicit || !errors.Is(err, fs.ErrNotExist)) {
-		return o, fmt.Errorf("signature: %w", err)
-	}
-	return o, nil
-}
-
-// maxSignatureBytes bounds a signature file: a minisign signature is about 300 bytes.
-const maxSignatureBytes = 64 << 10
-
-// trustWord says in a few words who vouches for an entry.
-func trustWord(e *trust.Entry) string {
-	if e.Publisher == "" {
-		return "unsigned"
-	}
-	return "signed by " + e.Publisher + " (key " + strings.Join(e.SignedBy, ", ") + ")"
-}
-
-// loadKeys reads the publishers' keys and the key-set updates accepted earlier.
-func loadKeys(cfg config) (*trust.Keys, error) {
-	return trust.LoadKeys(cfg.publishersDir, filepath.Join(trustDir(cfg), "keysets"))
-}
-
-// installerConfig is how a build is tried and checked before it enters the catalog:
-// one trial start with the agent's own settings, then its definitions against its
-// declarations and against every other plugin's (others: by plugin name, and the
-// agent's workflows).
-func installerConfig(cfg config, log hclog.Logger, keys *trust.Keys, others func(ctx context.Context, name string) map[string][]definition.Definition) installer.Config {
-	return installer.Config{
-		PluginDir: cfg.pluginDir, StateDir: trustDir(cfg), Keys: keys,
-		Trial: func(ctx context.Context, b supervisor.Binary) (host.Manifest, error) {
-			o, err := supervisorOptions(cfg, log)
-			if err != nil {
-				return host.Manifest{}, err
-			}
-			return supervisor.Trial(ctx, o, b)
-		},
-		Check: func(ctx context.Context, m host.Manifest) []string {
-			defs, problems := checkShipped(m)
-			if len(problems) > 0 {
-				return append([]string{"its definitions disagree with its declarations:"}, problems...)
-			}
-			if problems := shippingRules(m, defs, others(ctx, m.Name)); len(problems) > 0 {
-				return append([]string{"its definitions cannot ship:"}, problems...)
-			}
-			return nil
-		},
-	}
-}
-
-// tellAgent has the agent running on this data dir read its catalog again, and says
-// what it made of each changed plugin: running the new build, or rolled back. No
-// agent answering is no failure: the change waits for its next start (or for any
-// long-lived agent on this plugin dir, which looks at the catalog every few seconds).
-func tellAgent(ctx context.Context, cfg config, changed []string, stdout, stderr io.Writer) int {
-	path := control.Path(cfg.dataDir)
-	r, err := control.Reload(ctx, path)
-	if errors.Is(err, control.ErrNotRunning) {
-		fmt.Fprintf(stdout, "no running agent answers at %s: the change takes effect when the plugins next start\n", rows.Printable(path))
-		return exitOK
-	}
-	if err == nil && r.Error != "" {
-		err = errors.New(r.Error)
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "yuzu-agent: the running agent did not take the change: "+rows.Printable(err.Error()))
-		return exitFail
-	}
-	code := exitOK
-	for _, name := range changed {
-		i := slices.IndexFunc(r.Plugins, func(st supervisor.Status) bool { return st.Name == name })
-		if i < 0 {
-			fmt.Fprintf(stdout, "running agent: %s is gone\n", cell(name))
-			continue
-		}
-		st := r.Plugins[i]
-		switch {
-		case st.LastRollback != "" && strings.Contains(st.LastError, "rolled back"):
-			fmt.Fprintf(stdout, "running agent: %s rolled back to %s: %s\n", cell(name), cell(st.Build), cell(st.LastRollback))
-			code = exitFail
-		case st.State == supervisor.StateRefused:
-			fmt.Fprintf(stdout, "running agent: %s refused: %s\n", cell(name), cell(st.LastError))
-			code = exitFail
-		default:
-			pid := ""
-			if st.Pid > 0 {
-				pid = fmt.Sprintf(", pid %d", st.Pid)
-			}
-			fmt.Fprintf(stdout, "running agent: %s %s%s (%s)\n", cell(name), cell(st.Build), pid, st.State)
-		}
-	}
-	return code
-}
-
-// otherDefinitions returns the definitions every plugin but name serves (by plugin
-// name) and the agent's workflows (under "workflows"), for shippingRules. Another
-// plugin that cannot be asked is named on stderr and left out: it must not keep a
-// working plugin from being added.
-func otherDefinitions(ctx context.Context, cfg config, log hclog.Logger, name string, stderr io.Writer) map[string][]definition.Definition {
-	others := map[string][]definition.Definition{}
-	if wfs, err := definitions.Workflows(); err == nil {
-		others[workflowsOwner] = wfs
-	}
-	sup, err := newSupervisor(cfg, log)
-	if err != nil {
-		return others
-	}
-	defer sup.Close()
-	return definitionsOf(ctx, sup, name, others, stderr)
-}
-
-// definitionsOf adds to others what every plugin of sup but name serves.
-func definitionsOf(ctx context.Context, sup *supervisor.Supervisor, name string, others map[string][]definition.Definition, stderr io.Writer) map[string][]definition.Definition {
-	ctx, cancel := context.WithTimeout(ctx, startWait)
-	defer cancel()
-	for _, n := range sup.Plugins() {
-		if n == name {
-			continue
-		}
-		defs, err := pluginDefinitions(ctx, sup, n)
-		if err != nil {
-			fmt.Fprintln(stderr, "yuzu-agent: plugins add: warning: definition ids not checked against plugin "+rows.Printable(n)+": "+rows.PrintableLines(err.Error()))
-			continue
-		}
-		others[n] = defs
-	}
-	return others
-}
-
-// workflowsOwner names the agent's own workflow definitions among the owners of ids.
-const workflowsOwner = "the agent's workflows"
-
-// shippingRules lists what keeps a plugin's definitions from shipping: an id another
-// plugin (or a workflow) already serves, naming both, and a minAgentVersion newer than
-// this agent, naming both versions (docs/agent.md#adding-a-plugin).
-func shippingRules(m host.Manifest, defs []definition.Definition, others map[string][]definition.Definition) []string {
-	var problems []string
-	owners := slices.Sorted(maps.Keys(others))
-	for _, d := range defs {
-		for _, o := range owners {
-			if slices.ContainsFunc(others[o], func(od definition.Definition) bool { return od.ID == d.ID }) {
-				problems = append(problems, fmt.Sprintf("definition %s of plugin %s: the id is already served by %s", d.ID, m.Name, pluginOwner(o)))
-			}
-		}
-		if err := d.CheckAgentVersion(Version); err != nil {
-			problems = append(problems, err.Error())
-		}
-	}
-	return problems
-}
-
-func pluginOwner(o string) string {
-	if o == workflowsOwner {
-		return o
-	}
-	return "plugin " + o
-}
-
-// checkShipped parses a plugin's definitions and lists how they disagree with its
-// declarations (no problems: the definitions are fine, possibly none).
-func checkShipped(m host.Manifest) (defs []definition.Definition, problems []string) {
-	defs, err := m.ServedDefinitions()
-	if err != nil {
-		return nil, []string{err.Error()}
-	}
-	if len(defs) == 0 {
-		// A plugin that ships no definitions and declares no vendor to derive them
-		// from is run by plugin and action only; there is nothing to agree with.
-		return nil, nil
-	}
-	for _, d := range definition.CheckAgreement(m.Name, m.Actions, defs) {
-		problems = append(problems, d.Error())
-	}
-	return defs, problems
-}
-
-// removePlugin stops trusting a plugin: its entry leaves the catalog and its builds
-// the plugin dir; a running agent lets the plugin finish what it holds.
-func removePlugin(ctx context.Context, cfg config, name string, stdout, stderr io.Writer) int {
-	if !sdk.ValidName(name) {
-		fmt.Fprintln(stderr, "yuzu-agent: plugins remove: "+rows.Printable(strconv.Quote(name))+" is not a plugin name")
-		return exitFail
-	}
-	gone, err := installer.Remove(ctx, cfg.pluginDir, name)
-	if gone == nil {
-		fmt.Fprintln(stderr, "yuzu-agent: plugins remove: "+rows.Printable(err.Error()))
-		return exitFail
-	}
-	fmt.Fprintf(stdout, "removed %s %s\n", cell(name), cell(gone.Label()))
-	code := exitOK
-	if err != nil {
-		fmt.Fprintln(stderr, "yuzu-agent: plugins remove: "+rows.Printable(err.Error()))
-		code = exitFail
-	}
-	if tellAgent(ctx, cfg, nil, stdout, stderr) != exitOK {
-		code = exitFail
-	}
-	return code
-}
-
-// rollbackPlugin makes a plugin's previous build current again on the operator's word.
-func rollbackPlugin(ctx context.Context, cfg config, log hclog.Logger, name string, stdout, stderr io.Writer) int {
-	if !sdk.ValidName(name) {
-		fmt.Fprintln(stderr, "yuzu-agent: plugins rollback: "+rows.Printable(strconv.Quote(name))+" is not a plugin name")
-		return exitFail
-	}
-	back, from, err := installer.Rollback(ctx, installer.Config{PluginDir: cfg.pluginDir, StateDir: trustDir(cfg)}, name)
-	if err != nil {
-		fmt.Fprintln(stderr, "yuzu-agent: plugins rollback: "+rows.Printable(err.Error()))
-		return exitFail
-	}
-	fmt.Fprintf(stdout, "rolled back %s %s -> %s; %s is not installed again unless forced\n", cell(name), cell(from.VersionOrUnknown()),
-		cell(back.Label()), cell(from.Label()))
-	return tellAgent(ctx, cfg, []string{name}, stdout, stderr)
-}
-
-// pinPlugins is `plugins pin FILE...`: builds already at the top of the plugin dir
-// recorded by checksum, without a start (installer.Pin).
-func pinPlugins(ctx context.Context, cfg config, files []string, stdout, stderr io.Writer) int {
-	keys, err := loadKeys(cfg)
-	if err == nil {
-		var pinned []*trust.Entry
-		if pinned, err = installer.Pin(ctx, installer.Config{PluginDir: cfg.pluginDir, Keys: keys}, files); err == nil {
-			for _, e := range pinned {
-				fmt.Fprintf(stdout, "pinned %s %s, %s\n", cell(e.Name()), cell(e.Label()), cell(trustWord(e)))
-			}
-			return exitOK
-		}
-	}
-	fmt.Fprintln(stderr, "yuzu-agent: plugins pin: "+rows.Printable(err.Error()))
-	return exitFail
-}
-
-// runKeys is `plugins keys`: the publishers this agent trusts, each key set with its
-// serial, the plugins each may sign and the keys it revoked; and `plugins keys update
-// FILE`: a signed key-set update (FILE.minisig beside it) taken into use.
-func runKeys(cfg config, args []string, stdout, stderr io.Writer) (int, error) {
-	keys, err := loadKeys(cfg)
-	if err != nil {
-		fmt.Fprintln(stderr, "yuzu-agent: "+rows.Printable(err.Error()))
-		return exitFail, nil
-	}
-	if len(args) == 2 && args[0] == "update" {
-		doc, err := safefile.ReadFile(args[1], 64<<10)
-		var sig []byte
-		if err == nil {
-			sig, err = safefile.ReadFile(args[1]+".minisig", 64<<10)
-		}
-		var res trust.AdvanceResult
-		if err == nil {
-			res, err = keys.Advance(doc, sig)
-		}
-		if err != nil {
-			fmt.Fprintln(stderr, "yuzu-agent: plugins keys update: "+rows.Printable(err.Error()))
-			return exitFail, nil
-		}
-		if !res.Applied {
-			fmt.Fprintf(stdout, "publisher %s is at key set %d already (this update is %d)\n", res.Publisher, res.From, res.To)
-			return exitOK, nil
-		}
-		fmt.Fprintf(stdout, "publisher %s: key set %d -> %d\n", res.Publisher, res.From, res.To)
-		return exitOK, nil
-	}
-	if len(args) > 0 {
-		return 0, usagef("plugins keys takes no argument, or update FILE")
-	}
-	for _, w := range keys.Warnings {
-		fmt.Fprintln(stderr, "yuzu-agent: warning: "+rows.Printable(w))
-	}
-	if !keys.Configured() {
-		fmt.Fprintf(stdout, "no publisher keys in %s: plugins are trusted by their SHA-256 alone (unsigned)\n", rows.Printable(keys.Dir))
-		return exitOK, nil
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PUBLISHER\tKEY SET\tKEYS\tPLUGINS\tREVOKED")
-	for _, name := range slices.Sorted(maps.Keys(keys.Publishers)) {
-		p := keys.Publishers[name]
-		ids := make([]string, len(p.Keys))
-		for i, k := range p.Keys {
-			ids[i] = trust.KeyID(k.ID())
-		}
-		var revoked []string
-		for id := range p.Revoked {
-			revoked = append(revoked, trust.KeyID(id))
-		}
-		slices.Sort(revoked)
-		plugins := "*"
-		if p.Plugins != nil {
-			plugins = strings.Join(p.Plugins, " ")
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", name, p.Serial, strings.Join(ids, " "), cell(plugins), cell(strings.Join(revoked, " ")))
-	}
-	return exitOK, tw.Flush()
 }

@@ -19,10 +19,10 @@ import (
 	"github.com/yuzugo/yuzu/agent/internal/installer"
 	"github.com/yuzugo/yuzu/agent/internal/journal"
 	"github.com/yuzugo/yuzu/agent/internal/metrics"
+	"github.com/yuzugo/yuzu/agent/internal/plugincmd"
 	"github.com/yuzugo/yuzu/agent/internal/session"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/agent/trust"
-	"github.com/yuzugo/yuzu/definitions"
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/atomicfile"
 	"github.com/yuzugo/yuzu/sdk/definition"
@@ -415,12 +415,8 @@ func newUUID() (string, error) {
 // rolled back. The publisher's key-set updates that came with it are applied first,
 // oldest first; one that does not verify is reported and the others still apply.
 func fleetInstaller(cfg config, log hclog.Logger, sup *supervisor.Supervisor, keys *trust.Keys) session.InstallFunc {
-	ic := installerConfig(cfg, log, keys, func(ctx context.Context, name string) map[string][]definition.Definition {
-		others := map[string][]definition.Definition{}
-		if wfs, err := definitions.Workflows(); err == nil {
-			others[workflowsOwner] = wfs
-		}
-		return definitionsOf(ctx, sup, name, others, io.Discard)
+	ic := plugincmd.InstallerConfig(pluginEnv(cfg, log, io.Discard, io.Discard), keys, func(ctx context.Context, name string) map[string][]definition.Definition {
+		return plugincmd.Others(ctx, sup, name, io.Discard)
 	})
 	return func(ctx context.Context, o installer.Offer, keySets []session.KeySetUpdate) ([]string, error) {
 		var out []string

@@ -16,6 +16,7 @@ import (
 	"github.com/yuzugo/yuzu/agent/internal/control"
 	"github.com/yuzugo/yuzu/agent/internal/identity"
 	"github.com/yuzugo/yuzu/agent/internal/metrics"
+	"github.com/yuzugo/yuzu/agent/internal/output"
 	"github.com/yuzugo/yuzu/agent/internal/session"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/agent/update"
@@ -145,21 +146,21 @@ func writeReport(w io.Writer, r control.Report) error {
 	case r.LinkError != "":
 		conn = "disconnected: " + r.LinkError
 	}
-	fmt.Fprintf(w, "agent:       %s (commit %s), pid %d, up since %s\n", cell(r.Version), cell(r.Commit), r.PID, r.Started.Format(time.RFC3339))
-	fmt.Fprintf(w, "agent id:    %s\n", cell(r.AgentID))
-	fmt.Fprintf(w, "server:      %s, %s, %d reconnects\n", cell(r.Server), cell(conn), r.Reconnects)
+	fmt.Fprintf(w, "agent:       %s (commit %s), pid %d, up since %s\n", output.Cell(r.Version), output.Cell(r.Commit), r.PID, r.Started.Format(time.RFC3339))
+	fmt.Fprintf(w, "agent id:    %s\n", output.Cell(r.AgentID))
+	fmt.Fprintf(w, "server:      %s, %s, %d reconnects\n", output.Cell(r.Server), output.Cell(conn), r.Reconnects)
 	switch {
 	case r.Certificate != "" && r.CertificateProblem != "":
-		fmt.Fprintf(w, "certificate: %s; WARNING: %s\n", cell(r.Certificate), cell(r.CertificateProblem))
+		fmt.Fprintf(w, "certificate: %s; WARNING: %s\n", output.Cell(r.Certificate), output.Cell(r.CertificateProblem))
 	case r.Certificate != "":
-		fmt.Fprintf(w, "certificate: %s\n", cell(r.Certificate))
+		fmt.Fprintf(w, "certificate: %s\n", output.Cell(r.Certificate))
 	case r.CertificateProblem != "":
-		fmt.Fprintf(w, "certificate: %s\n", cell(r.CertificateProblem))
+		fmt.Fprintf(w, "certificate: %s\n", output.Cell(r.CertificateProblem))
 	case r.Enrollment != "":
-		fmt.Fprintf(w, "certificate: none (enrollment %s)\n", cell(r.Enrollment))
+		fmt.Fprintf(w, "certificate: none (enrollment %s)\n", output.Cell(r.Enrollment))
 	}
 	if r.RenewalError != "" {
-		fmt.Fprintf(w, "renewal:     FAILED: %s; the current certificate serves until it expires\n", cell(r.RenewalError))
+		fmt.Fprintf(w, "renewal:     FAILED: %s; the current certificate serves until it expires\n", output.Cell(r.RenewalError))
 	}
 	if u := r.Update; u != nil {
 		writeUpdate(w, u)
@@ -167,11 +168,11 @@ func writeReport(w io.Writer, r control.Report) error {
 	fmt.Fprintf(w, "queue:       %d commands waiting or running\n", r.QueueDepth)
 	if r.JournalProblem != "" {
 		fmt.Fprintf(w, "journal:     CANNOT WRITE since %s: %s; new commands are refused, %d answers held\n",
-			r.JournalSince.Format(time.RFC3339), cell(r.JournalProblem), r.HeldAnswers)
+			r.JournalSince.Format(time.RFC3339), output.Cell(r.JournalProblem), r.HeldAnswers)
 	} else {
 		fmt.Fprintf(w, "journal:     writes\n")
 	}
-	fmt.Fprintf(w, "config file: %s\n", cell(r.ConfigFile))
+	fmt.Fprintf(w, "config file: %s\n", output.Cell(r.ConfigFile))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PLUGIN\tVERSION\tTRUST\tSTATE\tPID\tRESTARTS\tROLLBACKS\tLAST ERROR\tMEMORY PEAK/LIMIT\tTASKS PEAK/LIMIT\tCPU LIMIT")
 	for _, st := range r.Plugins {
@@ -180,8 +181,8 @@ func writeReport(w io.Writer, r control.Report) error {
 		if st.Pid > 0 {
 			pid = strconv.Itoa(st.Pid)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", cell(st.Name), cell(versionCell(st)), cell(trustCell(st)),
-			cell(string(st.State)), pid, st.Restarts, st.Rollbacks, cell(st.LastError), mem, tasks, cpu)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", output.Cell(st.Name), output.Cell(versionCell(st)), output.Cell(trustCell(st)),
+			output.Cell(string(st.State)), pid, st.Restarts, st.Rollbacks, output.Cell(st.LastError), mem, tasks, cpu)
 	}
 	return tw.Flush()
 }
@@ -189,18 +190,18 @@ func writeReport(w io.Writer, r control.Report) error {
 // writeUpdate prints the agent's own updates: what runs, what was offered, the last
 // check and its result, the next, why it cannot update, and its rollbacks.
 func writeUpdate(w io.Writer, u *update.Status) {
-	line := "update:      running " + cell(u.Running)
+	line := "update:      running " + output.Cell(u.Running)
 	if u.Cannot != "" {
-		line += "; cannot update itself: " + cell(u.Cannot)
+		line += "; cannot update itself: " + output.Cell(u.Cannot)
 	}
 	if !u.LastCheck.IsZero() {
-		line += fmt.Sprintf("; last check %s: %s", u.LastCheck.Format(time.RFC3339), cell(u.LastResult))
+		line += fmt.Sprintf("; last check %s: %s", u.LastCheck.Format(time.RFC3339), output.Cell(u.LastResult))
 	}
 	if !u.NextCheck.IsZero() {
 		line += "; next check " + u.NextCheck.UTC().Format(time.RFC3339)
 	}
 	fmt.Fprintln(w, line)
 	for _, rb := range u.Rollbacks {
-		fmt.Fprintf(w, "rollback:    %s -> %s at %s: %s\n", cell(rb.From), cell(rb.To), rb.At.Format(time.RFC3339), cell(rb.Reason))
+		fmt.Fprintf(w, "rollback:    %s -> %s at %s: %s\n", output.Cell(rb.From), output.Cell(rb.To), rb.At.Format(time.RFC3339), output.Cell(rb.Reason))
 	}
 }

@@ -172,3 +172,12 @@ func (t *tableWriter) Result(res sdk.Result) error {
 }
 
 func (t *tableWriter) AgentError(msg string) int { return agentError(t, msg) }
+
+// Cell makes plugin-supplied text safe for one cell of a tab-aligned listing
+// (text/tabwriter): printable, no tabs (which would shift the columns), "-" when empty.
+func Cell(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return strings.ReplaceAll(rows.Printable(s), "\t", " ")
+}

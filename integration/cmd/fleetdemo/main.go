@@ -202,7 +202,7 @@ func pick(pluginDir string, sample map[string]string, perPlugin int) ([]step, er
 		if err != nil {
 			return nil, fmt.Errorf("plugin %s: %w", name, err)
 		}
-		defs, err := definition.ParseFiles(m.Definitions)
+		defs, err := m.ServedDefinitions()
 		if err != nil {
 			return nil, fmt.Errorf("plugin %s: %w", name, err)
 		}
