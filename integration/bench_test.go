@@ -16,12 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
 	"github.com/yuzugo/yuzu/agent/dispatch"
 	"github.com/yuzugo/yuzu/agent/supervisor"
-	"github.com/yuzugo/yuzu/sdk"
+	"github.com/yuzugo/yuzu/integration/internal/raw"
 	"github.com/yuzugo/yuzu/sdk/host"
 )
 
@@ -69,27 +68,9 @@ func BenchmarkWarmAction(b *testing.B) {
 // of ours (no checksum, no supervisor, no dispatcher), configured with dataDir.
 func rawClient(tb testing.TB, path, dataDir string) (*host.Client, *plugin.Client) {
 	tb.Helper()
-	cmd := exec.Command(path)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	cfg := host.ClientConfig(cmd)
-	cfg.Logger = hclog.NewNullLogger()
-	cfg.StartTimeout = 30 * time.Second
-	c := plugin.NewClient(cfg)
-	cp, err := c.Client()
+	hc, c, err := raw.Start(path, dataDir)
 	if err != nil {
-		c.Kill()
 		tb.Fatal(err)
-	}
-	hc, err := host.Dispense(cp)
-	if err != nil {
-		c.Kill()
-		tb.Fatal(err)
-	}
-	if dataDir != "" {
-		if err := hc.Configure(context.Background(), sdk.Config{DataDir: dataDir}); err != nil {
-			c.Kill()
-			tb.Fatal(err)
-		}
 	}
 	return hc, c
 }

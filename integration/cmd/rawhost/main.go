@@ -11,12 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"time"
 
-	hclog "github.com/hashicorp/go-hclog"
-	plugin "github.com/hashicorp/go-plugin"
-
+	"github.com/yuzugo/yuzu/integration/internal/raw"
 	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/host"
 )
@@ -37,22 +33,13 @@ func main() {
 }
 
 func run(bin, dataDir, action string, w io.Writer) error {
-	cmd := exec.Command(bin)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	cfg := host.ClientConfig(cmd)
-	cfg.Logger = hclog.NewNullLogger()
-	cfg.StartTimeout = 30 * time.Second
-	c := plugin.NewClient(cfg)
+	hc, c, err := raw.Start(bin, "")
+	if err != nil {
+		return err
+	}
 	defer c.Kill()
-	cp, err := c.Client()
-	if err != nil {
-		return err
-	}
-	hc, err := host.Dispense(cp)
-	if err != nil {
-		return err
-	}
 	ctx := context.Background()
+	// Describe before Configure, as the agent asks it at every start.
 	if _, err := hc.Describe(ctx); err != nil {
 		return fmt.Errorf("describe: %w", err)
 	}
