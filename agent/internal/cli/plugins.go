@@ -14,9 +14,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/yuzugo/yuzu/agent/dispatch"
-	"github.com/yuzugo/yuzu/agent/internal/limits"
 	"github.com/yuzugo/yuzu/agent/internal/output"
 	"github.com/yuzugo/yuzu/agent/internal/plugincmd"
+	"github.com/yuzugo/yuzu/agent/internal/statusview"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/agent/trust"
 	"github.com/yuzugo/yuzu/sdk"
@@ -106,68 +106,14 @@ func writePluginTable(stdout io.Writer, statuses []supervisor.Status) int {
 		if st.Protocol > 0 {
 			protocol = strconv.Itoa(st.Protocol)
 		}
-		mem, tasks, cpu := boxCells(st)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", output.Cell(st.Name), output.Cell(versionCell(st)), protocol, output.Cell(trustCell(st)),
+		mem, tasks, cpu := statusview.BoxCells(st)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", output.Cell(st.Name), output.Cell(statusview.VersionCell(st)), protocol, output.Cell(statusview.TrustCell(st)),
 			st.State, st.Restarts, output.Cell(st.LastError), mem, tasks, cpu, output.Cell(strings.Join(st.Actions, ",")))
 	}
 	if err := tw.Flush(); err != nil {
 		return exitFail
 	}
 	return code
-}
-
-// versionCell is the version a plugin runs; while no child has said one, the
-// catalog's.
-func versionCell(st supervisor.Status) string {
-	if st.Version != "" {
-		return st.Version
-	}
-	v, _, _ := strings.Cut(st.Build, " (")
-	if strings.HasPrefix(v, "sha256 ") {
-		return ""
-	}
-	return v
-}
-
-// trustCell says who vouches for a plugin's build: "unsigned", or the publisher.
-func trustCell(st supervisor.Status) string {
-	switch st.Trust {
-	case "":
-		return "-" // a binary the catalog does not name
-	case "unsigned":
-		return "unsigned"
-	}
-	pub, _, _ := strings.Cut(strings.TrimPrefix(st.Trust, "signed by "), " ")
-	return "signed:" + pub
-}
-
-// boxCells are a plugin's resource columns: peak use over limit ("-" for a peak the
-// kernel does not keep), or "none" when its child runs without a box.
-func boxCells(st supervisor.Status) (mem, tasks, cpu string) {
-	if !st.Boxed {
-		return "none", "none", "none"
-	}
-	peak := func(v int64, f func(int64) string) string {
-		if !st.Usage.Known || v <= 0 {
-			return "-"
-		}
-		return f(v)
-	}
-	// A zero limit is one the system could not enforce (limits.Limits).
-	limit := func(v int64, f func(int64) string) string {
-		if v <= 0 {
-			return "none"
-		}
-		return f(v)
-	}
-	count := func(n int64) string { return strconv.FormatInt(n, 10) }
-	mem = peak(st.Usage.MemoryPeak, limits.MiB) + "/" + limit(st.Limits.MemoryBytes, limits.MiB)
-	tasks = peak(st.Usage.TasksPeak, count) + "/" + limit(st.Limits.Tasks, count)
-	cpu = "none"
-	if st.Limits.CPUs > 0 {
-		cpu = strconv.FormatFloat(st.Limits.CPUs, 'f', -1, 64)
-	}
-	return mem, tasks, cpu
 }
 
 func runDescribe(ctx context.Context, cfg config, log hclog.Logger, args []string, stdout, stderr io.Writer) (int, error) {
