@@ -15,7 +15,7 @@ import (
 	"github.com/yuzugo/yuzu/agent/internal/identity"
 	"github.com/yuzugo/yuzu/agent/internal/metrics"
 	"github.com/yuzugo/yuzu/agent/internal/session"
-	"github.com/yuzugo/yuzu/agent/internal/statusview"
+	"github.com/yuzugo/yuzu/agent/internal/view"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
@@ -108,7 +108,7 @@ func runStatus(ctx context.Context, cfg config, args []string, stdout, stderr io
 		}
 		return exitFail, nil
 	}
-	if err := statusview.WriteReport(stdout, r); err != nil {
+	if err := view.WriteReport(stdout, r); err != nil {
 		return exitFail, nil
 	}
 	if !r.Connected || r.JournalProblem != "" {
