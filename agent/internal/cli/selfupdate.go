@@ -13,6 +13,7 @@ import (
 
 	"github.com/yuzugo/yuzu/agent/fleetpb/commonv1"
 	"github.com/yuzugo/yuzu/agent/internal/sdnotify"
+	"github.com/yuzugo/yuzu/agent/internal/service"
 	"github.com/yuzugo/yuzu/agent/internal/sysinfo"
 	"github.com/yuzugo/yuzu/agent/trust"
 	"github.com/yuzugo/yuzu/agent/update"
@@ -54,9 +55,7 @@ func newUpdater(cfg config, keys *trust.Keys, log hclog.Logger) (*update.Updater
 	if err != nil {
 		c.Cannot = err.Error()
 	}
-	if runtime.GOOS == "windows" {
-		windowsUpdate(cfg, &c)
-	}
+	service.PrepareSelfUpdate(&c, cfg.dataDir)
 	c.SelfCheck = func(ctx context.Context, binary string) error { return selfCheck(ctx, binary) }
 	trial := update.OnTrial(c.StatePath, Version)
 	if trial {
@@ -127,7 +126,10 @@ func runUpdate(cfg config, log hclog.Logger, args []string, stdout io.Writer) (i
 		fmt.Fprintf(stdout, "self-check of %s passed\n", Version)
 		return exitOK, nil
 	case len(args) == 2 && args[0] == "watch":
-		return runWatch(cfg, args[1], stdout)
+		if runtime.GOOS != "windows" {
+			return 0, usagef("update watch is the Windows service's watchdog; elsewhere the service manager runs update guard")
+		}
+		return service.RunWatch(args[1], statePath(cfg), filepath.Join(cfg.dataDir, updateDir, "watch.log")), nil
 	case len(args) == 2 && args[0] == "guard":
 		t := update.Tree{Root: args[1], GOOS: runtime.GOOS}
 		decision, err := update.Guard(t, statePath(cfg), time.Now())
