@@ -210,7 +210,7 @@ func checkRun(cfg config) (runSettings, error) {
 		if cfg.enrollmentToken != "" {
 			return rs, usagef("--enrollment-token and --enrollment-token-file both give the enrollment token: keep one")
 		}
-		if rs.token, rs.tokenExposed, err = readTokenFile(cfg.enrollmentTokenFile); err != nil {
+		if rs.token, rs.tokenExposed, err = identity.ReadTokenFile(cfg.enrollmentTokenFile); err != nil {
 			return rs, fmt.Errorf("--enrollment-token-file: %w", err)
 		}
 	}
