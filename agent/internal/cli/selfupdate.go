@@ -18,7 +18,6 @@ import (
 	"github.com/yuzugo/yuzu/agent/trust"
 	"github.com/yuzugo/yuzu/agent/update"
 	"github.com/yuzugo/yuzu/sdk/rows"
-	"github.com/yuzugo/yuzu/sdk/subprocess"
 )
 
 // The agent's self-update, as run wires it (docs/fleet.md "Updating the agent"), and
@@ -56,7 +55,7 @@ func newUpdater(cfg config, keys *trust.Keys, log hclog.Logger) (*update.Updater
 		c.Cannot = err.Error()
 	}
 	service.PrepareSelfUpdate(&c, cfg.dataDir)
-	c.SelfCheck = func(ctx context.Context, binary string) error { return selfCheck(ctx, binary) }
+	c.SelfCheck = func(ctx context.Context, binary string) error { return update.SelfCheck(ctx, binary, os.Args[1:]) }
 	trial := update.OnTrial(c.StatePath, Version)
 	if trial {
 		log.Info("this version runs on trial: it is kept once it has registered with the fleet server", "version", Version)
@@ -84,30 +83,6 @@ func readyForService(log hclog.Logger, status string) {
 	if had, err := sdnotify.Send("READY=1\nSTATUS=" + status); had && err != nil {
 		log.Warn("could not tell systemd the agent is ready", "error", err)
 	}
-}
-
-// selfCheck runs a staged binary's `update self-check` with this agent's own flags
-// (the configuration file, the dirs): it must load them, the plugins and their catalog
-// without connecting, in the same environment.
-func selfCheck(ctx context.Context, binary string) error {
-	args := []string{binary}
-	dropped := false
-	for _, a := range os.Args[1:] {
-		if a == "run" && !dropped {
-			dropped = true
-			continue
-		}
-		args = append(args, a)
-	}
-	args = append(args, "update", "self-check")
-	res, err := subprocess.Run(ctx, subprocess.Spec{Argv: args, Timeout: 2 * time.Minute, MergeStderr: true, MaxOutput: 64 << 10})
-	if err != nil {
-		return err
-	}
-	if !res.Complete() || res.ExitCode != 0 {
-		return fmt.Errorf("%s (exit %d): %s", res.Reason, res.ExitCode, rows.Printable(string(res.Output)))
-	}
-	return nil
 }
 
 // runUpdate is `yuzu-agent update guard TREE` (run by the service manager before each
