@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"unicode/utf8"
@@ -13,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/yuzugo/yuzu/agent/dispatch"
+	"github.com/yuzugo/yuzu/agent/internal/identity"
 	"github.com/yuzugo/yuzu/agent/internal/limits"
 	"github.com/yuzugo/yuzu/agent/internal/output"
 	"github.com/yuzugo/yuzu/agent/internal/plugincmd"
@@ -22,7 +22,6 @@ import (
 	"github.com/yuzugo/yuzu/sdk/definition"
 	"github.com/yuzugo/yuzu/sdk/host"
 	"github.com/yuzugo/yuzu/sdk/rows"
-	"github.com/yuzugo/yuzu/sdk/safefile"
 )
 
 // parseParams reads key=value arguments. A missing `=`, an empty key, a key given twice
@@ -320,27 +319,11 @@ func supervisorOptions(cfg config, log hclog.Logger) (supervisor.Options, error)
 	}, nil
 }
 
-// maxAgentIDBytes bounds the agent_id file: an id is a UUID, 36 bytes.
-const maxAgentIDBytes = 256
-
 // agentID is --agent-id, else the id `run` keeps in the data dir, else empty: exec
-// itself never writes into the data dir. The file is read as one that someone else may
-// have planted: no link, no FIFO, small, valid UTF-8, printable.
+// itself never writes into the data dir.
 func agentID(cfg config) (string, error) {
 	if cfg.agentID != "" {
 		return cfg.agentID, nil
 	}
-	path := filepath.Join(cfg.dataDir, "agent_id")
-	b, err := safefile.ReadFile(path, maxAgentIDBytes)
-	if errors.Is(err, safefile.ErrNotRegular) || errors.Is(err, safefile.ErrTooLarge) {
-		return "", fmt.Errorf("agent id file: %w", err)
-	}
-	if err != nil {
-		return "", nil // no id kept yet
-	}
-	id := strings.TrimSpace(string(b))
-	if !utf8.ValidString(id) || rows.Printable(id) != id {
-		return "", fmt.Errorf("agent id file %s holds bytes that are not printable UTF-8", path)
-	}
-	return id, nil
+	return identity.ReadAgentID(cfg.dataDir)
 }

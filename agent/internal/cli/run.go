@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -23,7 +22,6 @@ import (
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/agent/trust"
 	"github.com/yuzugo/yuzu/sdk"
-	"github.com/yuzugo/yuzu/sdk/atomicfile"
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
@@ -376,35 +374,12 @@ func runFleet(ctx context.Context, cfg config, log hclog.Logger, args []string, 
 }
 
 // ensureAgentID returns --agent-id, else the id kept in the data dir, else a new
-// random UUID which it keeps there (mode 0600) for the next start.
+// random UUID which it keeps there for the next start (identity.KeepAgentID).
 func ensureAgentID(cfg config) (string, error) {
-	id, err := agentID(cfg)
-	if err != nil || id != "" {
-		return id, err
+	if cfg.agentID != "" {
+		return cfg.agentID, nil
 	}
-	id, err = newUUID()
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(cfg.dataDir, "agent_id")
-	if err := atomicfile.WriteMode(path, []byte(id+"\n"), 0o600); err != nil {
-		var syncErr *atomicfile.DirSyncError
-		if !errors.As(err, &syncErr) {
-			return "", fmt.Errorf("keeping the agent id: %w", err)
-		}
-	}
-	return id, nil
-}
-
-// newUUID returns a random (version 4) UUID.
-func newUUID() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
+	return identity.KeepAgentID(cfg.dataDir)
 }
 
 // logCertificate says at start which client certificate the agent presents and what is
