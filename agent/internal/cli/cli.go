@@ -582,7 +582,7 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 	}
 	system := cfg.dataDir == "" && runsAsSystem()
 	if cfg.dataDir == "" {
-		cfg.dataDir = defaultDataDir(runtime.GOOS, os.Getenv, system)
+		cfg.dataDir = agentconf.DataDir(runtime.GOOS, os.Getenv, system)
 	}
 	if cfg.publishersDir == "" {
 		cfg.publishersDir = defaultPublishersDir(runtime.GOOS, os.Getenv)
