@@ -169,7 +169,7 @@ func boxCells(st supervisor.Status) (mem, tasks, cpu string) {
 // WriteManifest writes a plugin's manifest for people: identity, then per action its
 // support per OS, parameters with their rules, the rows it writes and its result
 // columns, then the definitions it ships. mechanism, when not empty, is what the host
-// actually uses (hostMechanism).
+// actually uses (what describe's mechanism probe answered).
 func WriteManifest(w io.Writer, m host.Manifest, mechanism string) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("name: %s\nversion: %s\ndescription: %s\nsdk_version: %s\nprotocol: %d\n",
