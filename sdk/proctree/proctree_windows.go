@@ -151,7 +151,7 @@ func TieToSelf() error {
 	}
 	// Breakaway is allowed from this job alone (a plugin's own job allows none): the
 	// agent's self-update starts its watchdog with CREATE_BREAKAWAY_FROM_JOB, which
-	// must outlive the agent it watches (agent/internal/cli/selfupdate_windows.go).
+	// must outlive the agent it watches (agent/internal/service/selfupdate_windows.go).
 	job, err := newJob(windows.JOB_OBJECT_LIMIT_BREAKAWAY_OK)
 	if err != nil {
 		return err

@@ -42,6 +42,37 @@ func DefaultPath(goos string, getenv func(string) string) string {
 	return "/etc/yuzu/agent.yaml"
 }
 
+// DataDir is the default state directory for goos. An agent that runs as root
+// or as a service (system) keeps its state in the machine's directory: /var/lib/yuzu,
+// Windows %ProgramData%\yuzu, macOS /Library/Application Support/yuzu, never root's
+// home. A user's agent keeps it in the user's: Windows %LOCALAPPDATA%\yuzu, macOS
+// ~/Library/Application Support/yuzu, elsewhere $XDG_DATA_HOME/yuzu else
+// ~/.local/share/yuzu; ./yuzu_data when none applies. docs/operations.md, "Paths".
+func DataDir(goos string, getenv func(string) string, system bool) string {
+	if system {
+		return SystemDir(goos, getenv)
+	}
+	home := getenv("HOME")
+	switch goos {
+	case "windows":
+		if d := getenv("LOCALAPPDATA"); d != "" {
+			return d + `\yuzu`
+		}
+	case "darwin":
+		if home != "" {
+			return filepath.Join(home, "Library", "Application Support", "yuzu")
+		}
+	default:
+		if d := getenv("XDG_DATA_HOME"); d != "" {
+			return filepath.Join(d, "yuzu")
+		}
+		if home != "" {
+			return filepath.Join(home, ".local", "share", "yuzu")
+		}
+	}
+	return "yuzu_data"
+}
+
 // SystemDir is the machine-wide yuzu directory on Windows (%ProgramData%\yuzu, else
 // C:\ProgramData\yuzu) and macOS; on other systems the data dir /var/lib/yuzu.
 func SystemDir(goos string, getenv func(string) string) string {

@@ -24,6 +24,7 @@ import (
 	"github.com/yuzugo/yuzu/agent/internal/limits"
 	"github.com/yuzugo/yuzu/agent/internal/output"
 	"github.com/yuzugo/yuzu/agent/internal/service"
+	"github.com/yuzugo/yuzu/agent/internal/stacks"
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
@@ -581,7 +582,7 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 	}
 	system := cfg.dataDir == "" && runsAsSystem()
 	if cfg.dataDir == "" {
-		cfg.dataDir = defaultDataDir(runtime.GOOS, os.Getenv, system)
+		cfg.dataDir = agentconf.DataDir(runtime.GOOS, os.Getenv, system)
 	}
 	if cfg.publishersDir == "" {
 		cfg.publishersDir = defaultPublishersDir(runtime.GOOS, os.Getenv)
@@ -620,7 +621,7 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 		ctx, stop = interruptible(log)
 	}
 	defer stop()
-	defer watchDumps(log)()
+	defer stacks.Watch(log)()
 
 	if cfg.definitions && pos[0] != "describe" {
 		return usageExit(stderr, usagef("--definitions belongs to describe"))

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yuzugo/yuzu/agent/internal/agentconf"
 	"github.com/yuzugo/yuzu/agent/internal/output"
 )
 
@@ -167,8 +168,8 @@ func TestDefaultDataDir(t *testing.T) {
 			// Joined with the separator of the system the test runs on.
 			c.want = filepath.FromSlash(c.want)
 		}
-		if got := defaultDataDir(c.goos, env(c.env), c.system); got != c.want {
-			t.Errorf("defaultDataDir(%s, %v) = %q, want %q", c.goos, c.env, got, c.want)
+		if got := agentconf.DataDir(c.goos, env(c.env), c.system); got != c.want {
+			t.Errorf("agentconf.DataDir(%s, %v) = %q, want %q", c.goos, c.env, got, c.want)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/yuzugo/yuzu/agent/internal/control"
 	"github.com/yuzugo/yuzu/agent/internal/diagnostics"
 	"github.com/yuzugo/yuzu/agent/internal/identity"
+	"github.com/yuzugo/yuzu/agent/internal/view"
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
@@ -47,7 +48,7 @@ func diagnosticsInput(cfg config) diagnostics.Input {
 			if err != nil {
 				fmt.Fprintf(&sb, "no status: %s\n", rows.Printable(err.Error()))
 			} else {
-				_ = writeReport(&sb, r)
+				_ = view.WriteReport(&sb, r)
 			}
 			return sb.String()
 		},

@@ -5,16 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/yuzugo/yuzu/agent/dispatch"
+	"github.com/yuzugo/yuzu/agent/internal/identity"
 	"github.com/yuzugo/yuzu/agent/internal/limits"
 	"github.com/yuzugo/yuzu/agent/internal/output"
 	"github.com/yuzugo/yuzu/agent/internal/plugincmd"
@@ -24,7 +22,6 @@ import (
 	"github.com/yuzugo/yuzu/sdk/definition"
 	"github.com/yuzugo/yuzu/sdk/host"
 	"github.com/yuzugo/yuzu/sdk/rows"
-	"github.com/yuzugo/yuzu/sdk/safefile"
 )
 
 // parseParams reads key=value arguments. A missing `=`, an empty key, a key given twice
@@ -210,7 +207,7 @@ func runExec(ctx context.Context, cfg config, log hclog.Logger, args []string, s
 	// The answer is on stdout for the operator to read: the audit line is debug here.
 	d := dispatch.New(sup, dispatch.Options{Audit: log, AuditLevel: hclog.Debug})
 	var progress io.Writer
-	if isTerminal(stderr) {
+	if output.IsTerminal(stderr) {
 		progress = stderr
 	}
 	return runCommand(ctx, cfg, sup, d, t, out, progress, log, agentMessage), nil
@@ -240,13 +237,13 @@ func runCommand(ctx context.Context, cfg config, sup *supervisor.Supervisor, d *
 	if progress != nil {
 		// Rows and progress may share one terminal: a row never lands after the
 		// progress text.
-		p := &progressLine{w: progress}
-		req.OnProgress = p.show
+		p := output.NewProgressLine(progress)
+		req.OnProgress = p.Show
 		onRows = func(batch []string) error {
-			p.clear()
+			p.Clear()
 			return out.Rows(batch)
 		}
-		defer p.clear()
+		defer p.Clear()
 	}
 	res, err := d.Do(ctx, req, onRows)
 	if err != nil {
@@ -322,71 +319,11 @@ func supervisorOptions(cfg config, log hclog.Logger) (supervisor.Options, error)
 	}, nil
 }
 
-// maxAgentIDBytes bounds the agent_id file: an id is a UUID, 36 bytes.
-const maxAgentIDBytes = 256
-
 // agentID is --agent-id, else the id `run` keeps in the data dir, else empty: exec
-// itself never writes into the data dir. The file is read as one that someone else may
-// have planted: no link, no FIFO, small, valid UTF-8, printable.
+// itself never writes into the data dir.
 func agentID(cfg config) (string, error) {
 	if cfg.agentID != "" {
 		return cfg.agentID, nil
 	}
-	path := filepath.Join(cfg.dataDir, "agent_id")
-	b, err := safefile.ReadFile(path, maxAgentIDBytes)
-	if errors.Is(err, safefile.ErrNotRegular) || errors.Is(err, safefile.ErrTooLarge) {
-		return "", fmt.Errorf("agent id file: %w", err)
-	}
-	if err != nil {
-		return "", nil // no id kept yet
-	}
-	id := strings.TrimSpace(string(b))
-	if !utf8.ValidString(id) || rows.Printable(id) != id {
-		return "", fmt.Errorf("agent id file %s holds bytes that are not printable UTF-8", path)
-	}
-	return id, nil
-}
-
-// isTerminal reports whether w is a character device, such as the terminal a person
-// watches; progress is for people, so a pipe or a file never gets it.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// progressLine keeps one line of stderr up to date with a command's progress, e.g.
-// `progress: 1200/5000 files`, rewriting it in place, and erases it at the end so that
-// only the answer remains.
-type progressLine struct {
-	mu    sync.Mutex
-	w     io.Writer
-	shown bool
-}
-
-func (p *progressLine) show(done, total uint64, unit string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	text := fmt.Sprintf("progress: %d", done)
-	if total > 0 {
-		text += fmt.Sprintf("/%d", total)
-	}
-	if unit != "" {
-		text += " " + rows.Printable(unit)
-	}
-	// \r back to the start, the text, then erase what a longer earlier line left.
-	fmt.Fprintf(p.w, "\r%s\x1b[K", text)
-	p.shown = true
-}
-
-func (p *progressLine) clear() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.shown {
-		fmt.Fprint(p.w, "\r\x1b[K")
-		p.shown = false
-	}
+	return identity.ReadAgentID(cfg.dataDir)
 }

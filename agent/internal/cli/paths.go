@@ -10,37 +10,6 @@ import (
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
-// defaultDataDir is the default state directory for goos. An agent that runs as root
-// or as a service (system) keeps its state in the machine's directory: /var/lib/yuzu,
-// Windows %ProgramData%\yuzu, macOS /Library/Application Support/yuzu, never root's
-// home. A user's agent keeps it in the user's: Windows %LOCALAPPDATA%\yuzu, macOS
-// ~/Library/Application Support/yuzu, elsewhere $XDG_DATA_HOME/yuzu else
-// ~/.local/share/yuzu; ./yuzu_data when none applies. docs/operations.md, "Paths".
-func defaultDataDir(goos string, getenv func(string) string, system bool) string {
-	if system {
-		return agentconf.SystemDir(goos, getenv)
-	}
-	home := getenv("HOME")
-	switch goos {
-	case "windows":
-		if d := getenv("LOCALAPPDATA"); d != "" {
-			return d + `\yuzu`
-		}
-	case "darwin":
-		if home != "" {
-			return filepath.Join(home, "Library", "Application Support", "yuzu")
-		}
-	default:
-		if d := getenv("XDG_DATA_HOME"); d != "" {
-			return filepath.Join(d, "yuzu")
-		}
-		if home != "" {
-			return filepath.Join(home, ".local", "share", "yuzu")
-		}
-	}
-	return "yuzu_data"
-}
-
 // defaultPluginDir is `plugins` beside the agent binary, else `../plugins` relative to
 // it (the upstream install layout), else `plugins` beside it even if missing, so the
 // error names a sensible place.
@@ -59,7 +28,7 @@ func defaultPluginDir(exe string) string {
 // directory, and nothing is moved silently (the operator moves the files, or passes
 // --data-dir to keep the old place).
 func noteUserDataDir(log hclog.Logger, goos string, getenv func(string) string, dataDir string) {
-	old := defaultDataDir(goos, getenv, false)
+	old := agentconf.DataDir(goos, getenv, false)
 	if old == dataDir || !filepath.IsAbs(old) {
 		return
 	}

@@ -6,20 +6,17 @@ import (
 	"io"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/yuzugo/yuzu/agent/dispatch"
-	"github.com/yuzugo/yuzu/agent/internal/limits"
 	"github.com/yuzugo/yuzu/agent/internal/output"
 	"github.com/yuzugo/yuzu/agent/internal/plugincmd"
+	"github.com/yuzugo/yuzu/agent/internal/view"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/agent/trust"
-	"github.com/yuzugo/yuzu/sdk"
 	"github.com/yuzugo/yuzu/sdk/definition"
 	"github.com/yuzugo/yuzu/sdk/host"
 	"github.com/yuzugo/yuzu/sdk/rows"
@@ -95,79 +92,15 @@ func loadKeys(cfg config) (*trust.Keys, error) {
 // writePluginTable prints the plugins table of `plugins` and the shell's .plugins; the
 // code is exitFail when a plugin is not running.
 func writePluginTable(stdout io.Writer, statuses []supervisor.Status) int {
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tVERSION\tPROTOCOL\tTRUST\tSTATE\tRESTARTS\tLAST ERROR\tMEMORY PEAK/LIMIT\tTASKS PEAK/LIMIT\tCPU LIMIT\tACTIONS")
-	code := exitOK
-	for _, st := range statuses {
-		if st.State != supervisor.StateRunning {
-			code = exitFail
-		}
-		protocol := "-"
-		if st.Protocol > 0 {
-			protocol = strconv.Itoa(st.Protocol)
-		}
-		mem, tasks, cpu := boxCells(st)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", output.Cell(st.Name), output.Cell(versionCell(st)), protocol, output.Cell(trustCell(st)),
-			st.State, st.Restarts, output.Cell(st.LastError), mem, tasks, cpu, output.Cell(strings.Join(st.Actions, ",")))
-	}
-	if err := tw.Flush(); err != nil {
+	if err := view.WritePlugins(stdout, statuses); err != nil {
 		return exitFail
 	}
-	return code
-}
-
-// versionCell is the version a plugin runs; while no child has said one, the
-// catalog's.
-func versionCell(st supervisor.Status) string {
-	if st.Version != "" {
-		return st.Version
-	}
-	v, _, _ := strings.Cut(st.Build, " (")
-	if strings.HasPrefix(v, "sha256 ") {
-		return ""
-	}
-	return v
-}
-
-// trustCell says who vouches for a plugin's build: "unsigned", or the publisher.
-func trustCell(st supervisor.Status) string {
-	switch st.Trust {
-	case "":
-		return "-" // a binary the catalog does not name
-	case "unsigned":
-		return "unsigned"
-	}
-	pub, _, _ := strings.Cut(strings.TrimPrefix(st.Trust, "signed by "), " ")
-	return "signed:" + pub
-}
-
-// boxCells are a plugin's resource columns: peak use over limit ("-" for a peak the
-// kernel does not keep), or "none" when its child runs without a box.
-func boxCells(st supervisor.Status) (mem, tasks, cpu string) {
-	if !st.Boxed {
-		return "none", "none", "none"
-	}
-	peak := func(v int64, f func(int64) string) string {
-		if !st.Usage.Known || v <= 0 {
-			return "-"
+	for _, st := range statuses {
+		if st.State != supervisor.StateRunning {
+			return exitFail
 		}
-		return f(v)
 	}
-	// A zero limit is one the system could not enforce (limits.Limits).
-	limit := func(v int64, f func(int64) string) string {
-		if v <= 0 {
-			return "none"
-		}
-		return f(v)
-	}
-	count := func(n int64) string { return strconv.FormatInt(n, 10) }
-	mem = peak(st.Usage.MemoryPeak, limits.MiB) + "/" + limit(st.Limits.MemoryBytes, limits.MiB)
-	tasks = peak(st.Usage.TasksPeak, count) + "/" + limit(st.Limits.Tasks, count)
-	cpu = "none"
-	if st.Limits.CPUs > 0 {
-		cpu = strconv.FormatFloat(st.Limits.CPUs, 'f', -1, 64)
-	}
-	return mem, tasks, cpu
+	return exitOK
 }
 
 func runDescribe(ctx context.Context, cfg config, log hclog.Logger, args []string, stdout, stderr io.Writer) (int, error) {
@@ -193,7 +126,7 @@ func runDescribe(ctx context.Context, cfg config, log hclog.Logger, args []strin
 	// Through a dispatcher, as every command the agent runs: admission and the audit
 	// line stay in one place.
 	d := dispatch.New(sup, dispatch.Options{Audit: log, AuditLevel: hclog.Debug})
-	printManifest(stdout, m, hostMechanism(ctx, d, m))
+	view.WriteManifest(stdout, m, hostMechanism(ctx, d, m))
 	return exitOK, nil
 }
 
@@ -285,104 +218,4 @@ func printDefinitions(stdout, stderr io.Writer, m host.Manifest) int {
 		return exitFail
 	}
 	return exitOK
-}
-
-// printManifest writes a plugin's manifest for people: identity, then per action its
-// support per OS, parameters with their rules, the rows it writes and its result
-// columns, then the definitions it ships. mechanism, when not empty, is what the host
-// actually uses (hostMechanism).
-func printManifest(w io.Writer, m host.Manifest, mechanism string) {
-	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	p("name: %s\nversion: %s\ndescription: %s\nsdk_version: %s\nprotocol: %d\n",
-		output.Cell(m.Name), output.Cell(m.Version), output.Cell(m.Description), output.Cell(m.SDKVersion), m.Protocol)
-	if m.Vendor != "" {
-		p("vendor: %s\n", output.Cell(m.Vendor))
-	}
-	if mechanism != "" {
-		p("mechanism: %s\n", mechanism)
-	}
-	p("actions:\n")
-	for _, a := range m.Actions {
-		p("  %s: %s\n", output.Cell(a.Name), output.Cell(a.Description))
-		p("    support: linux=%s darwin=%s windows=%s\n", support(a.Linux), support(a.Darwin), support(a.Windows))
-		if len(a.Params) == 0 {
-			p("    parameters: none\n")
-		} else {
-			p("    parameters:\n")
-			for i := range a.Params {
-				p("      %s\n", paramLine(&a.Params[i]))
-			}
-		}
-		for _, r := range a.Rows {
-			p("    row: %s\n", output.Cell(strings.Join(append([]string{r.Kind}, columnNames(r.Columns)...), "|")))
-		}
-		p("    columns: %s\n", output.Cell(strings.Join(columnNames(a.Columns), ", ")))
-	}
-	if len(m.Definitions) > 0 || m.Vendor != "" {
-		p("definitions:\n")
-		defs, err := m.ServedDefinitions()
-		if err != nil {
-			p("  (do not parse: %s)\n", output.Cell(err.Error()))
-		}
-		for _, d := range defs {
-			p("  %s: %s/%s (%s, %s, ttl %ds, %s)\n", output.Cell(d.ID), output.Cell(d.Plugin), output.Cell(d.Action), d.Type, strings.Join(d.Platforms, ","), d.TTLSeconds, d.Approval)
-		}
-	}
-}
-
-func support(s sdk.OSSupport) string {
-	out := s.Level.String()
-	if s.Mechanism != "" {
-		out += "(" + output.Cell(s.Mechanism) + ")"
-	}
-	return out
-}
-
-func columnNames(cols []sdk.Column) []string {
-	out := make([]string, len(cols))
-	for i, c := range cols {
-		out[i] = c.Name
-		if c.Type != sdk.TypeString {
-			out[i] += ":" + string(c.Type)
-		}
-	}
-	return out
-}
-
-// paramLine describes one declared parameter on one line, e.g.
-// `key string required maxLength=64 pattern=^[a-z]+$ — Tag key`.
-func paramLine(p *sdk.Parameter) string {
-	parts := []string{output.Cell(p.Name), string(p.Type)}
-	if p.Required {
-		parts = append(parts, "required")
-	}
-	if p.Default != nil {
-		parts = append(parts, "default="+strconv.Quote(*p.Default))
-	}
-	if p.MinLength != nil {
-		parts = append(parts, "minLength="+strconv.Itoa(*p.MinLength))
-	}
-	if p.MaxLength != nil {
-		parts = append(parts, "maxLength="+strconv.Itoa(*p.MaxLength))
-	}
-	if p.Pattern != "" {
-		parts = append(parts, "pattern="+output.Cell(p.Pattern))
-	}
-	if p.Enum != nil {
-		parts = append(parts, "enum="+output.Cell(strings.Join(p.Enum, "|")))
-	}
-	if p.Minimum != nil {
-		parts = append(parts, "minimum="+strconv.FormatInt(*p.Minimum, 10))
-	}
-	if p.Maximum != nil {
-		parts = append(parts, "maximum="+strconv.FormatInt(*p.Maximum, 10))
-	}
-	if p.Clamped {
-		parts = append(parts, "clamped")
-	}
-	line := strings.Join(parts, " ")
-	if p.Description != "" {
-		line += " — " + output.Cell(p.Description)
-	}
-	return line
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/yuzugo/yuzu/agent/internal/identity"
-	"github.com/yuzugo/yuzu/agent/internal/installer"
 	"github.com/yuzugo/yuzu/agent/internal/journal"
 	"github.com/yuzugo/yuzu/agent/internal/metrics"
 	"github.com/yuzugo/yuzu/agent/internal/plugincmd"
@@ -24,8 +22,6 @@ import (
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/agent/trust"
 	"github.com/yuzugo/yuzu/sdk"
-	"github.com/yuzugo/yuzu/sdk/atomicfile"
-	"github.com/yuzugo/yuzu/sdk/definition"
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
@@ -212,7 +208,7 @@ func checkRun(cfg config) (runSettings, error) {
 		if cfg.enrollmentToken != "" {
 			return rs, usagef("--enrollment-token and --enrollment-token-file both give the enrollment token: keep one")
 		}
-		if rs.token, rs.tokenExposed, err = readTokenFile(cfg.enrollmentTokenFile); err != nil {
+		if rs.token, rs.tokenExposed, err = identity.ReadTokenFile(cfg.enrollmentTokenFile); err != nil {
 			return rs, fmt.Errorf("--enrollment-token-file: %w", err)
 		}
 	}
@@ -339,6 +335,7 @@ func runFleet(ctx context.Context, cfg config, log hclog.Logger, args []string, 
 	log.Info("agent starting", "agent_id", cfg.agentID, "version", Version, "server", rs.server, "tls", rs.identity != nil, "plugins", strings.Join(sup.Plugins(), ","))
 	updater, trial, confirm := newUpdater(cfg, keys, log.Named("update"))
 	logCertificate(log, rs, m)
+	flog := log.Named("fleet")
 	s := session.New(session.Options{
 		Server:           rs.server,
 		Identity:         rs.identity,
@@ -353,8 +350,8 @@ func runFleet(ctx context.Context, cfg config, log hclog.Logger, args []string, 
 		SpoolAnswerBytes: rs.spoolAnswer,
 		SpoolTotalBytes:  rs.spoolTotal,
 		Metrics:          m,
-		Logger:           log.Named("fleet"),
-		InstallPlugin:    fleetInstaller(cfg, log.Named("fleet"), sup, keys),
+		Logger:           flog,
+		InstallPlugin:    plugincmd.FleetInstaller(pluginEnv(cfg, flog, io.Discard, io.Discard), flog, sup, keys),
 		Update:           updater,
 		UpdateInterval:   rs.updateInterval,
 		UpdateSplay:      rs.updateSplay,
@@ -377,88 +374,12 @@ func runFleet(ctx context.Context, cfg config, log hclog.Logger, args []string, 
 }
 
 // ensureAgentID returns --agent-id, else the id kept in the data dir, else a new
-// random UUID which it keeps there (mode 0600) for the next start.
+// random UUID which it keeps there for the next start (identity.KeepAgentID).
 func ensureAgentID(cfg config) (string, error) {
-	id, err := agentID(cfg)
-	if err != nil || id != "" {
-		return id, err
+	if cfg.agentID != "" {
+		return cfg.agentID, nil
 	}
-	id, err = newUUID()
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(cfg.dataDir, "agent_id")
-	if err := atomicfile.WriteMode(path, []byte(id+"\n"), 0o600); err != nil {
-		var syncErr *atomicfile.DirSyncError
-		if !errors.As(err, &syncErr) {
-			return "", fmt.Errorf("keeping the agent id: %w", err)
-		}
-	}
-	return id, nil
-}
-
-// newUUID returns a random (version 4) UUID.
-func newUUID() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
-}
-
-// fleetInstaller installs a build the fleet server delivered (docs/fleet.md "Plugins
-// over the fleet link") through the path of plugins add, then has the running
-// supervisor take it, and answers rows saying what became of it:
-// `plugin|NAME|FROM|TO|KIND|STATE`, or an error row when the build was refused or
-// rolled back. The publisher's key-set updates that came with it are applied first,
-// oldest first; one that does not verify is reported and the others still apply.
-func fleetInstaller(cfg config, log hclog.Logger, sup *supervisor.Supervisor, keys *trust.Keys) session.InstallFunc {
-	ic := plugincmd.InstallerConfig(pluginEnv(cfg, log, io.Discard, io.Discard), keys, func(ctx context.Context, name string) map[string][]definition.Definition {
-		return plugincmd.Others(ctx, sup, name, io.Discard)
-	})
-	return func(ctx context.Context, o installer.Offer, keySets []session.KeySetUpdate) ([]string, error) {
-		var out []string
-		for _, k := range keySets {
-			res, err := keys.Advance(k.Document, k.Signature)
-			switch {
-			case err != nil:
-				out = append(out, rows.Format("error", "key-set update not taken: "+err.Error()))
-			case res.Applied:
-				log.Info("publisher key set advanced by the fleet server", "publisher", res.Publisher, "from", res.From, "to", res.To)
-				out = append(out, rows.Format("keyset", res.Publisher, strconv.FormatUint(res.From, 10), strconv.FormatUint(res.To, 10)))
-			}
-		}
-		res, err := installer.Install(ctx, ic, o)
-		if err != nil {
-			return nil, err
-		}
-		name := o.Claim.Name
-		from := "-"
-		if res.Change.From != nil {
-			from = res.Change.From.VersionOrUnknown()
-		}
-		if res.Change.Kind != trust.KindSame {
-			if _, err := sup.Reload(); err != nil {
-				return nil, fmt.Errorf("installed, but the running agent did not take it: %w", err)
-			}
-			sup.Settle(ctx)
-		}
-		for _, st := range sup.Status() {
-			if st.Name != name {
-				continue
-			}
-			if st.LastRollback != "" && st.Build != res.Change.Entry.Label() {
-				return append(out, rows.Format("error", fmt.Sprintf("plugin %s %s was rolled back to %s: %s", name, res.Change.Entry.Label(), st.Build, st.LastRollback))), nil
-			}
-			if st.State == supervisor.StateRefused {
-				return append(out, rows.Format("error", "plugin "+name+" refused: "+st.LastError)), nil
-			}
-			return append(out, rows.Format("plugin", name, from, res.Change.Entry.VersionOrUnknown(), res.Change.Kind, string(st.State))), nil
-		}
-		return append(out, rows.Format("error", "plugin "+name+" is not in the running agent after its installation")), nil
-	}
+	return identity.KeepAgentID(cfg.dataDir)
 }
 
 // logCertificate says at start which client certificate the agent presents and what is

@@ -13,11 +13,11 @@ import (
 
 	"github.com/yuzugo/yuzu/agent/fleetpb/commonv1"
 	"github.com/yuzugo/yuzu/agent/internal/sdnotify"
+	"github.com/yuzugo/yuzu/agent/internal/service"
 	"github.com/yuzugo/yuzu/agent/internal/sysinfo"
 	"github.com/yuzugo/yuzu/agent/trust"
 	"github.com/yuzugo/yuzu/agent/update"
 	"github.com/yuzugo/yuzu/sdk/rows"
-	"github.com/yuzugo/yuzu/sdk/subprocess"
 )
 
 // The agent's self-update, as run wires it (docs/fleet.md "Updating the agent"), and
@@ -54,10 +54,8 @@ func newUpdater(cfg config, keys *trust.Keys, log hclog.Logger) (*update.Updater
 	if err != nil {
 		c.Cannot = err.Error()
 	}
-	if runtime.GOOS == "windows" {
-		windowsUpdate(cfg, &c)
-	}
-	c.SelfCheck = func(ctx context.Context, binary string) error { return selfCheck(ctx, binary) }
+	service.PrepareSelfUpdate(&c, cfg.dataDir)
+	c.SelfCheck = func(ctx context.Context, binary string) error { return update.SelfCheck(ctx, binary, os.Args[1:]) }
 	trial := update.OnTrial(c.StatePath, Version)
 	if trial {
 		log.Info("this version runs on trial: it is kept once it has registered with the fleet server", "version", Version)
@@ -87,30 +85,6 @@ func readyForService(log hclog.Logger, status string) {
 	}
 }
 
-// selfCheck runs a staged binary's `update self-check` with this agent's own flags
-// (the configuration file, the dirs): it must load them, the plugins and their catalog
-// without connecting, in the same environment.
-func selfCheck(ctx context.Context, binary string) error {
-	args := []string{binary}
-	dropped := false
-	for _, a := range os.Args[1:] {
-		if a == "run" && !dropped {
-			dropped = true
-			continue
-		}
-		args = append(args, a)
-	}
-	args = append(args, "update", "self-check")
-	res, err := subprocess.Run(ctx, subprocess.Spec{Argv: args, Timeout: 2 * time.Minute, MergeStderr: true, MaxOutput: 64 << 10})
-	if err != nil {
-		return err
-	}
-	if !res.Complete() || res.ExitCode != 0 {
-		return fmt.Errorf("%s (exit %d): %s", res.Reason, res.ExitCode, rows.Printable(string(res.Output)))
-	}
-	return nil
-}
-
 // runUpdate is `yuzu-agent update guard TREE` (run by the service manager before each
 // start, with the package's binary; TREE is the install tree's root) and `yuzu-agent
 // update self-check`.
@@ -127,7 +101,10 @@ func runUpdate(cfg config, log hclog.Logger, args []string, stdout io.Writer) (i
 		fmt.Fprintf(stdout, "self-check of %s passed\n", Version)
 		return exitOK, nil
 	case len(args) == 2 && args[0] == "watch":
-		return runWatch(cfg, args[1], stdout)
+		if runtime.GOOS != "windows" {
+			return 0, usagef("update watch is the Windows service's watchdog; elsewhere the service manager runs update guard")
+		}
+		return service.RunWatch(args[1], statePath(cfg), filepath.Join(cfg.dataDir, updateDir, "watch.log")), nil
 	case len(args) == 2 && args[0] == "guard":
 		t := update.Tree{Root: args[1], GOOS: runtime.GOOS}
 		decision, err := update.Guard(t, statePath(cfg), time.Now())

@@ -9,6 +9,7 @@ import (
 	"github.com/yuzugo/yuzu/agent/dispatch"
 	"github.com/yuzugo/yuzu/agent/internal/output"
 	"github.com/yuzugo/yuzu/agent/internal/shell"
+	"github.com/yuzugo/yuzu/agent/internal/view"
 	"github.com/yuzugo/yuzu/agent/supervisor"
 	"github.com/yuzugo/yuzu/sdk/host"
 	"github.com/yuzugo/yuzu/sdk/rows"
@@ -61,7 +62,7 @@ func (c shellCommands) Describe(ctx context.Context, name string, out io.Writer)
 	if err != nil {
 		return m, err
 	}
-	printManifest(out, m, hostMechanism(ctx, c.disp, m))
+	view.WriteManifest(out, m, hostMechanism(ctx, c.disp, m))
 	return m, nil
 }
 

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -16,10 +14,9 @@ import (
 	"github.com/yuzugo/yuzu/agent/internal/control"
 	"github.com/yuzugo/yuzu/agent/internal/identity"
 	"github.com/yuzugo/yuzu/agent/internal/metrics"
-	"github.com/yuzugo/yuzu/agent/internal/output"
 	"github.com/yuzugo/yuzu/agent/internal/session"
+	"github.com/yuzugo/yuzu/agent/internal/view"
 	"github.com/yuzugo/yuzu/agent/supervisor"
-	"github.com/yuzugo/yuzu/agent/update"
 	"github.com/yuzugo/yuzu/sdk/rows"
 )
 
@@ -111,7 +108,7 @@ func runStatus(ctx context.Context, cfg config, args []string, stdout, stderr io
 		}
 		return exitFail, nil
 	}
-	if err := writeReport(stdout, r); err != nil {
+	if err := view.WriteReport(stdout, r); err != nil {
 		return exitFail, nil
 	}
 	if !r.Connected || r.JournalProblem != "" {
@@ -129,79 +126,3 @@ func runStatus(ctx context.Context, cfg config, args []string, stdout, stderr io
 // exitNotRunning is status's exit code when no agent answers (as LSB init scripts
 // say "program is not running").
 const exitNotRunning = 3
-
-// writeReport prints a report for people; every field from the agent is escaped.
-func writeReport(w io.Writer, r control.Report) error {
-	conn := "disconnected"
-	switch {
-	case r.Connected:
-		conn = "connected"
-	case r.CertificateBad:
-		// The likely reason, and one the operator can act on, comes first.
-		conn = "disconnected: " + r.CertificateProblem
-	case r.Enrollment == "pending":
-		conn = "disconnected: enrollment pending approval since " + r.EnrollmentSince.Format(time.RFC3339)
-	case r.Enrollment == "denied":
-		conn = "disconnected: enrollment denied: " + r.EnrollmentReason
-	case r.LinkError != "":
-		conn = "disconnected: " + r.LinkError
-	}
-	fmt.Fprintf(w, "agent:       %s (commit %s), pid %d, up since %s\n", output.Cell(r.Version), output.Cell(r.Commit), r.PID, r.Started.Format(time.RFC3339))
-	fmt.Fprintf(w, "agent id:    %s\n", output.Cell(r.AgentID))
-	fmt.Fprintf(w, "server:      %s, %s, %d reconnects\n", output.Cell(r.Server), output.Cell(conn), r.Reconnects)
-	switch {
-	case r.Certificate != "" && r.CertificateProblem != "":
-		fmt.Fprintf(w, "certificate: %s; WARNING: %s\n", output.Cell(r.Certificate), output.Cell(r.CertificateProblem))
-	case r.Certificate != "":
-		fmt.Fprintf(w, "certificate: %s\n", output.Cell(r.Certificate))
-	case r.CertificateProblem != "":
-		fmt.Fprintf(w, "certificate: %s\n", output.Cell(r.CertificateProblem))
-	case r.Enrollment != "":
-		fmt.Fprintf(w, "certificate: none (enrollment %s)\n", output.Cell(r.Enrollment))
-	}
-	if r.RenewalError != "" {
-		fmt.Fprintf(w, "renewal:     FAILED: %s; the current certificate serves until it expires\n", output.Cell(r.RenewalError))
-	}
-	if u := r.Update; u != nil {
-		writeUpdate(w, u)
-	}
-	fmt.Fprintf(w, "queue:       %d commands waiting or running\n", r.QueueDepth)
-	if r.JournalProblem != "" {
-		fmt.Fprintf(w, "journal:     CANNOT WRITE since %s: %s; new commands are refused, %d answers held\n",
-			r.JournalSince.Format(time.RFC3339), output.Cell(r.JournalProblem), r.HeldAnswers)
-	} else {
-		fmt.Fprintf(w, "journal:     writes\n")
-	}
-	fmt.Fprintf(w, "config file: %s\n", output.Cell(r.ConfigFile))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PLUGIN\tVERSION\tTRUST\tSTATE\tPID\tRESTARTS\tROLLBACKS\tLAST ERROR\tMEMORY PEAK/LIMIT\tTASKS PEAK/LIMIT\tCPU LIMIT")
-	for _, st := range r.Plugins {
-		mem, tasks, cpu := boxCells(st)
-		pid := "-"
-		if st.Pid > 0 {
-			pid = strconv.Itoa(st.Pid)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", output.Cell(st.Name), output.Cell(versionCell(st)), output.Cell(trustCell(st)),
-			output.Cell(string(st.State)), pid, st.Restarts, st.Rollbacks, output.Cell(st.LastError), mem, tasks, cpu)
-	}
-	return tw.Flush()
-}
-
-// writeUpdate prints the agent's own updates: what runs, what was offered, the last
-// check and its result, the next, why it cannot update, and its rollbacks.
-func writeUpdate(w io.Writer, u *update.Status) {
-	line := "update:      running " + output.Cell(u.Running)
-	if u.Cannot != "" {
-		line += "; cannot update itself: " + output.Cell(u.Cannot)
-	}
-	if !u.LastCheck.IsZero() {
-		line += fmt.Sprintf("; last check %s: %s", u.LastCheck.Format(time.RFC3339), output.Cell(u.LastResult))
-	}
-	if !u.NextCheck.IsZero() {
-		line += "; next check " + u.NextCheck.UTC().Format(time.RFC3339)
-	}
-	fmt.Fprintln(w, line)
-	for _, rb := range u.Rollbacks {
-		fmt.Fprintf(w, "rollback:    %s -> %s at %s: %s\n", output.Cell(rb.From), output.Cell(rb.To), rb.At.Format(time.RFC3339), output.Cell(rb.Reason))
-	}
-}

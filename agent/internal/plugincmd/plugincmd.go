@@ -84,7 +84,7 @@ func Add(ctx context.Context, env Env, opts AddOptions, files []string) int {
 		fail("%v", err)
 		return exitFail
 	}
-	ic := InstallerConfig(env, keys, func(ctx context.Context, name string) map[string][]definition.Definition {
+	ic := installerConfig(env, keys, func(ctx context.Context, name string) map[string][]definition.Definition {
 		return otherDefinitions(ctx, env, name)
 	})
 	code := exitOK
@@ -157,11 +157,11 @@ func LoadKeys(publishersDir, stateDir string) (*trust.Keys, error) {
 	return trust.LoadKeys(publishersDir, filepath.Join(stateDir, "keysets"))
 }
 
-// InstallerConfig is how a build is tried and checked before it enters the catalog:
+// installerConfig is how a build is tried and checked before it enters the catalog:
 // one trial start with the agent's own settings, then its definitions against its
 // declarations and against every other plugin's (others: by plugin name, and the
-// agent's workflows; see Others).
-func InstallerConfig(env Env, keys *trust.Keys, others func(ctx context.Context, name string) map[string][]definition.Definition) installer.Config {
+// agent's workflows; see servedByOthers).
+func installerConfig(env Env, keys *trust.Keys, others func(ctx context.Context, name string) map[string][]definition.Definition) installer.Config {
 	return installer.Config{
 		PluginDir: env.PluginDir, StateDir: env.StateDir, Keys: keys,
 		Trial: func(ctx context.Context, b supervisor.Binary) (host.Manifest, error) {
@@ -228,22 +228,22 @@ func tellAgent(ctx context.Context, env Env, changed []string) int {
 	return code
 }
 
-// otherDefinitions is Others through a supervisor of its own, which starts each other
-// plugin only to ask it; without one, only the workflows.
+// otherDefinitions is servedByOthers through a supervisor of its own, which starts
+// each other plugin only to ask it; without one, only the workflows.
 func otherDefinitions(ctx context.Context, env Env, name string) map[string][]definition.Definition {
 	sup, err := env.NewSupervisor()
 	if err != nil {
-		return Others(ctx, nil, name, env.Stderr)
+		return servedByOthers(ctx, nil, name, env.Stderr)
 	}
 	defer sup.Close()
-	return Others(ctx, sup, name, env.Stderr)
+	return servedByOthers(ctx, sup, name, env.Stderr)
 }
 
-// Others returns the definitions every plugin of sup but name serves (by plugin name)
-// and the agent's workflows, for the shipping rules of InstallerConfig. Another plugin
-// that cannot be asked is named on warn and left out: it must not keep a working
-// plugin from being added. sup may be nil.
-func Others(ctx context.Context, sup *supervisor.Supervisor, name string, warn io.Writer) map[string][]definition.Definition {
+// servedByOthers returns the definitions every plugin of sup but name serves (by
+// plugin name) and the agent's workflows, for the shipping rules of installerConfig.
+// Another plugin that cannot be asked is named on warn and left out: it must not keep
+// a working plugin from being added. sup may be nil.
+func servedByOthers(ctx context.Context, sup *supervisor.Supervisor, name string, warn io.Writer) map[string][]definition.Definition {
 	others := map[string][]definition.Definition{}
 	if wfs, err := definitions.Workflows(); err == nil {
 		others[workflowsOwner] = wfs

@@ -1,6 +1,7 @@
 // Package service runs the agent as the machine's service: it writes the definitions
 // that run `yuzu-agent run` (a systemd unit, a launchd daemon plist, the Windows
-// service's settings) and holds the Windows service control manager's side: install,
+// service's settings), installs, uninstalls and reports them through systemctl or
+// launchctl (unit.go), and holds the Windows service control manager's side: install,
 // uninstall and status through the SCM (scm.go), the agent as the SCM's service, and
 // the watchdog of a self-update's trial (trialwatch.go). The command line
 // (agent/internal/cli, `yuzu-agent service`) parses and calls it; what each directive

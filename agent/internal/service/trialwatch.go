@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/yuzugo/yuzu/agent/update"
@@ -100,4 +101,32 @@ func waitFor(ctx context.Context, s SCMService, want SCMState, within, poll time
 		case <-time.After(poll):
 		}
 	}
+}
+
+// RunWatch is `update watch TREE` on Windows: the watchdog (WatchTrial) for the install
+// tree at root and the update state at statePath, logging to the file logPath. It
+// returns the exit code.
+func RunWatch(root, statePath, logPath string) int {
+	// A detached process has no console: its log is the file.
+	out := io.Writer(io.Discard)
+	if f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {
+		defer f.Close()
+		out = f
+	}
+	fmt.Fprintf(out, "update watch: started %s\n", time.Now().UTC().Format(time.RFC3339))
+	m, err := ConnectSCM()
+	if err != nil {
+		fmt.Fprintln(out, "update watch: the service control manager:", err)
+		return exitFail
+	}
+	t := update.Tree{Root: root, GOOS: "windows"}
+	err = WatchTrial(context.Background(), m, t, statePath, time.Second, out)
+	_ = m.Close() // before the last line: whoever waits for it may delete the service
+	if err != nil {
+		fmt.Fprintln(out, "update watch:", err)
+		fmt.Fprintln(out, "update watch: done")
+		return exitFail
+	}
+	fmt.Fprintln(out, "update watch: done")
+	return exitOK
 }

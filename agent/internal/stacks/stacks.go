@@ -1,5 +1,5 @@
 // Package stacks writes a dump of every goroutine's stack, for the log of an agent
-// that seems stuck: on the dump signal (docs/agent.md), and when a command goes
+// that seems stuck: on the dump signal (Watch; docs/agent.md), and when a command goes
 // unanswered past its deadline (docs/fleet.md).
 package stacks
 

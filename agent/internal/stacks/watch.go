@@ -1,20 +1,18 @@
-package cli
+package stacks
 
 import (
 	"os"
 	"os/signal"
 
 	"github.com/hashicorp/go-hclog"
-
-	"github.com/yuzugo/yuzu/agent/internal/stacks"
 )
 
-// watchDumps writes a dump of every goroutine's stack into the log, at info, each
+// Watch writes a dump of every goroutine's stack into the log, at info, each
 // time the agent receives the dump signal (SIGUSR1 where there is one), and goes on
 // running. It answers "where is it waiting?" for an agent that seems stuck, without
 // stopping it as Go's SIGQUIT dump would (docs/agent.md). The returned function stops
 // watching.
-func watchDumps(log hclog.Logger) func() {
+func Watch(log hclog.Logger) func() {
 	if dumpSignal == nil {
 		return func() {}
 	}
@@ -25,7 +23,7 @@ func watchDumps(log hclog.Logger) func() {
 		for {
 			select {
 			case <-sigs:
-				log.Info("goroutine dump", "stacks", stacks.Dump())
+				log.Info("goroutine dump", "stacks", Dump())
 			case <-done:
 				return
 			}

@@ -1,11 +1,11 @@
 //go:build unix
 
-package cli
+package stacks
 
 import (
 	"os"
 	"syscall"
 )
 
-// dumpSignal asks a running agent for a goroutine dump (watchDumps).
+// dumpSignal asks a running agent for a goroutine dump (Watch).
 var dumpSignal os.Signal = syscall.SIGUSR1
