@@ -195,6 +195,14 @@ func BenchmarkColdExec(b *testing.B) {
 
 var rawhost = sync.OnceValues(func() (string, error) {
 	out := filepath.Join(built.binDir, "rawhost")
+	if built.root == "" {
+		// Prebuilt binaries (YUZU_INTEGRATION_BIN): whoever built them put
+		// rawhost beside them (scripts/bench-ratios.sh does).
+		if _, err := os.Stat(out); err != nil {
+			return "", fmt.Errorf("prebuilt binaries without rawhost: %w", err)
+		}
+		return out, nil
+	}
 	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./integration/cmd/rawhost")
 	cmd.Dir = built.root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

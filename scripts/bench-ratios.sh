@@ -32,6 +32,7 @@ git archive "$base_ref" | tar -x -C "$work/base-src"
 # The harness is ours for both sides: only the binaries differ.
 (cd integration && CGO_ENABLED=0 go test -c -o "$work/integration.test" .)
 (cd integration && YUZU_INTEGRATION_BUILD_ONLY=1 YUZU_INTEGRATION_BIN="$work/ours" "$work/integration.test" >/dev/null)
+CGO_ENABLED=0 go build -trimpath -o "$work/ours/rawhost" ./integration/cmd/rawhost
 cp -r "$work/ours" "$work/base"
 (cd "$work/base-src/agent" && CGO_ENABLED=0 go build -o "$work/base/yuzu-agent" ./cmd/yuzu-agent)
 
