@@ -66,26 +66,26 @@ func (img *Image) ExecPath() string { return img.execPath }
 // trustedBinary opens b without following a link and checks on the open descriptor
 // that it is a regular file owned by root or the agent's user, writable by nobody
 // else, within the size bound.
-func trustedBinary(b binary) (*os.File, os.FileInfo, error) {
+func trustedBinary(b binary) (*os.File, error) {
 	refuse := func(reason string) error { return &RefusedError{Path: b.Path, Reason: reason} }
 	f, fi, err := safefile.Open(b.Path)
 	if err != nil {
-		return nil, nil, refuse(err.Error())
+		return nil, refuse(err.Error())
 	}
 	if err := safefile.TrustedFile(f, fi, false); err != nil {
 		f.Close()
-		return nil, nil, refuse(err.Error())
+		return nil, refuse(err.Error())
 	}
 	if fi.Size() > maxBinaryBytes {
 		f.Close()
-		return nil, nil, refuse(fmt.Sprintf("%d bytes, over the %d-byte limit for a plugin", fi.Size(), maxBinaryBytes))
+		return nil, refuse(fmt.Sprintf("%d bytes, over the %d-byte limit for a plugin", fi.Size(), maxBinaryBytes))
 	}
-	return f, fi, nil
+	return f, nil
 }
 
 // verifyImage hashes the open, trusted binary f into its image and compares with the
 // catalog's checksum; it takes f.
-func verifyImage(f *os.File, _ os.FileInfo, b binary) (*Image, error) {
+func verifyImage(f *os.File, b binary) (*Image, error) {
 	refuse := func(reason string) error { return &RefusedError{Path: b.Path, Reason: reason} }
 	img, sum, err := materialize(f, b)
 	if err != nil {
@@ -194,6 +194,11 @@ type keptImage struct {
 func (k *keptImage) unref() {
 	k.cache.mu.Lock()
 	defer k.cache.mu.Unlock()
+	k.drop()
+}
+
+// drop gives back one hold, cache.mu held; the last closes the memory file.
+func (k *keptImage) drop() {
 	k.refs--
 	if k.refs == 0 {
 		k.fd.Close()
@@ -215,7 +220,7 @@ func (c *ImageCache) Open(name, path string, checksum []byte) (*Image, error) {
 }
 
 func (c *ImageCache) open(b binary) (*Image, error) {
-	f, fi, err := trustedBinary(b)
+	f, err := trustedBinary(b)
 	if err != nil {
 		return nil, err
 	}
@@ -230,15 +235,12 @@ func (c *ImageCache) open(b binary) (*Image, error) {
 		}
 		c.mu.Unlock()
 	}
-	img, err := verifyImage(f, fi, b)
+	img, err := verifyImage(f, b)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old := c.m[b.Path]; old != nil {
 		delete(c.m, b.Path)
-		old.refs--
-		if old.refs == 0 {
-			old.fd.Close()
-		}
+		old.drop()
 	}
 	if err != nil || !ok || img.tmpDir != "" || img.fd == nil {
 		return img, err
@@ -257,10 +259,7 @@ func (c *ImageCache) Close() {
 	defer c.mu.Unlock()
 	for p, k := range c.m {
 		delete(c.m, p)
-		k.refs--
-		if k.refs == 0 {
-			k.fd.Close()
-		}
+		k.drop()
 	}
 }
 

@@ -8,9 +8,9 @@ package proc
 // compares with the catalog's checksum. Every refusal is a *RefusedError naming the
 // file. The tests of Linux use it.
 func openImage(b binary) (*Image, error) {
-	f, fi, err := trustedBinary(b)
+	f, err := trustedBinary(b)
 	if err != nil {
 		return nil, err
 	}
-	return verifyImage(f, fi, b)
+	return verifyImage(f, b)
 }

@@ -72,7 +72,7 @@ func (s *Session) readTags(ctx context.Context) (map[string]string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, tagsTimeout)
 	defer cancel()
-	var g tagRows
+	g := tagRows{tags: map[string]string{}, count: -1}
 	res, err := s.o.Plugins.Execute(ctx, supervisor.Request{
 		Plugin:    tagsPlugin,
 		Command:   host.Command{Action: tagsAction},
@@ -85,7 +85,7 @@ func (s *Session) readTags(ctx context.Context) (map[string]string, error) {
 	return g.result(res)
 }
 
-// tagRows gathers the rows of get_all.
+// tagRows gathers the rows of get_all; it starts with an empty map and count -1.
 type tagRows struct {
 	tags  map[string]string
 	bytes int
@@ -96,9 +96,6 @@ type tagRows struct {
 
 // add takes one batch of rows; it refuses the rest of the answer once it is wrong.
 func (g *tagRows) add(batch []string) error {
-	if g.tags == nil {
-		g.tags, g.count = map[string]string{}, -1
-	}
 	for _, row := range batch {
 		if g.err != nil {
 			return g.err
@@ -140,9 +137,6 @@ func (g *tagRows) row(row string) error {
 
 // result checks the whole answer: rc 0, not partial, every tag and then their count.
 func (g *tagRows) result(res sdk.Result) (map[string]string, error) {
-	if g.tags == nil {
-		g.tags, g.count = map[string]string{}, -1
-	}
 	switch {
 	case g.err != nil:
 		return nil, fmt.Errorf("tags %s: %w", tagsAction, g.err)

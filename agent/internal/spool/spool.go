@@ -218,25 +218,23 @@ func (sp *Spool) appendRecord(f *os.File, name, id, output string) (*os.File, er
 // createFile makes id's file with its header.
 func (sp *Spool) createFile(id string) (*os.File, error) {
 	name := sp.fileName(id)
-	if f := sp.reuse(name); f != nil {
-		if err := writeRecord(f, spoolMagic+id); err != nil {
-			f.Close()
-			return nil, err
-		}
-		return f, nil
-	}
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		// A file of that name is a leftover of an earlier run that recover did not
-		// claim; this command's answer replaces it. (Removed only when there: an
-		// unlink of nothing before every new file cost two failing calls.)
-		if err = os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
+	f := sp.reuse(name)
+	if f == nil {
+		var err error
 		f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	}
-	if err != nil {
-		return nil, err
+		if errors.Is(err, fs.ErrExist) {
+			// A file of that name is a leftover of an earlier run that recover did
+			// not claim; this command's answer replaces it. (Removed only when
+			// there: an unlink of nothing before every new file cost two failing
+			// calls.)
+			if err = os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, err
+			}
+			f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	if err := writeRecord(f, spoolMagic+id); err != nil {
 		f.Close()
