@@ -9,9 +9,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,12 +34,17 @@ import (
 // messages from the first, then its timing and terminal if they had left. A message of
 // no answer (a rejection, a replay, a duplicate's notice) is sent again as it was.
 //
-// The RUNNING messages of a command are kept in a file of their own (spoolDir, one
-// per command, named by a hash of its id), written before the message is queued, so
-// they also survive a restart of the agent: the next start sends them again ahead of
-// the recorded terminal (or of the interrupted answer). The files are bounded per
-// answer and in all. A message past either bound is sent but not kept: should the
-// stream break after it left, it cannot be sent again, and the command's terminal
+// The RUNNING messages are kept in a log (spoolDir, numbered segment files), each
+// record naming its command, written before the message is queued, so they also
+// survive a restart of the agent: the next start sends them again ahead of the
+// recorded terminal (or of the interrupted answer). One append per message and no new
+// file per command: a file made, renamed or removed per command was most of the
+// agent's cost under a flood of small commands (each a directory change the
+// filesystem journals, which the command journal's fsync then waits for). A segment is
+// removed once every answer with records in it has been confirmed. The log is bounded
+// per answer and in all (its segments' bytes, what confirmed answers left in a segment
+// still in use included). A message past either bound is sent but not kept: should
+// the stream break after it left, it cannot be sent again, and the command's terminal
 // says how many rows may be missing (FAILURE, rows_missing) instead of SUCCESS.
 type Spool struct {
 	dir          string // "" when nothing is kept on disk
@@ -48,28 +53,51 @@ type Spool struct {
 	ConfirmDelay time.Duration
 
 	mu      sync.Mutex
-	used    int64 // bytes in the files
+	used    int64 // bytes in the segments
 	answers map[string]*answer
 	order   []*answer // by first message
 	lone    []*handedMsg
 	plan    []planItem
-	reader  *planReader // the file the head of the plan reads from
-	// free are files of confirmed answers kept to be reused (truncated, renamed) by
-	// the next answers rather than removed: a file made and removed per command
-	// was most of the agent's CPU under a flood of small commands (ext4's inode
-	// allocation), a rename is not. At most maxFree; swept at the next start.
-	free    []string
-	freeSeq int
+
+	// active is the segment new records are appended to (nil: the next record
+	// starts one); segs are every segment on disk this run knows, by sequence.
+	active  *logSeg
+	segs    map[uint64]*logSeg
+	nextSeq uint64
+	// found are the records an earlier run left, by command, until Restore claims
+	// them or Sweep drops them; damaged says a segment it left was damaged before
+	// its end (see load).
+	found   map[string]*foundAnswer
+	damaged bool
 }
 
-// maxFree bounds the files kept for reuse (as many as commands can be in flight, so
-// that a steady flood makes none), and maxFreeBytes the size of a file that is kept
-// (a larger one is removed: its blocks are not worth holding); together at most 8 MiB
-// of disk.
-const (
-	maxFree      = 2048
-	maxFreeBytes = 4 << 10
-)
+// logSeg is one segment file of the log.
+type logSeg struct {
+	seq  uint64
+	name string
+	f    *os.File // read with ReadAt; appended to while active
+	size int64
+	live int // answers kept with records in it
+}
+
+// logRef is where one kept RUNNING message lies: its record at off in seg, whose
+// payload (the id's length, the id, the message) is n bytes.
+type logRef struct {
+	seg *logSeg
+	off int64
+	n   int32
+}
+
+// foundAnswer is what an earlier run's log holds of one command.
+type foundAnswer struct {
+	refs []logRef
+	torn bool // its last record was cut short
+}
+
+// segLimit is the size past which a segment takes no more records (a single larger
+// record still goes, alone, in a new one): big enough that segments are rare, small
+// enough that one kept answer pins little of what the confirmed ones left.
+const segLimit = 4 << 20
 
 // confirmDelay is how long after an answer's terminal left a heartbeat must have been
 // sent for its answer to confirm the terminal: the server's transport read the
@@ -77,20 +105,23 @@ const (
 // server's command stream a moment to take it from there.
 const confirmDelay = time.Second
 
-// spoolMagic begins every spool file, before the command id.
-const spoolMagic = "yuzu-spool-1\x00"
+// logMagic is the first record of every segment. legacyMagic began the one file per
+// command of agents before the log; such a file is still read (Restore), once.
+const (
+	logMagic    = "yuzu-spool-log-1\x00"
+	legacyMagic = "yuzu-spool-1\x00"
+)
 
 // answer is one command's answer as far as the spool knows it.
 type answer struct {
 	id        string
-	name      string   // the file's path; "" while nothing is kept
-	file      *os.File // open for appending while the command runs
-	kept      int      // RUNNING messages in the file: the first kept ones
+	refs      []logRef  // the kept RUNNING messages: the first len(refs)
+	segs      []*logSeg // the segments refs lie in, each once, oldest first
 	keptBytes int64
 	full      bool    // a message was not kept: no later one is
-	damaged   bool    // the file read back after a restart ended early
+	damaged   bool    // the log read back after a restart ended early
 	rowCounts []int32 // rows in each RUNNING message queued since this run began
-	restored  int     // RUNNING messages an earlier run left in the file
+	restored  int     // RUNNING messages an earlier run left in the log
 	pushed    int     // RUNNING messages queued, restored ones included
 	high      int     // RUNNING messages any stream has taken: the first high
 
@@ -103,6 +134,9 @@ type answer struct {
 	errRow               string // the row saying so, when it was made after the terminal left
 }
 
+// kept is how many RUNNING messages the log holds of a: the first kept ones.
+func (a *answer) kept() int { return len(a.refs) }
+
 // handedMsg is a message of no answer, and when a stream took it.
 type handedMsg struct {
 	m  Msg
@@ -113,21 +147,16 @@ type handedMsg struct {
 // kept RUNNING messages, or one message (of answer a, or lone).
 type planItem struct {
 	a        *answer
-	from, to int // RUNNING messages [from, to) of a, read from its file
+	from, to int // RUNNING messages [from, to) of a, read from the log
 	m        *Msg
 	lone     *handedMsg
 }
 
-// planReader reads an answer's file at the head of the plan.
-type planReader struct {
-	a    *answer
-	f    *os.File
-	r    *bufio.Reader
-	next int // the index of the message it reads next
-}
-
+// NewSpool opens the spool in dir, reading what an earlier run left there; perAnswer
+// and total bound it. With no dir or a bound of 0 nothing is kept.
 func NewSpool(dir string, perAnswer, total int64) (*Spool, error) {
-	sp := &Spool{perAnswer: perAnswer, total: total, ConfirmDelay: confirmDelay, answers: map[string]*answer{}}
+	sp := &Spool{perAnswer: perAnswer, total: total, ConfirmDelay: confirmDelay, answers: map[string]*answer{},
+		segs: map[uint64]*logSeg{}, found: map[string]*foundAnswer{}, nextSeq: 1}
 	if dir == "" || perAnswer <= 0 || total <= 0 {
 		return sp, nil
 	}
@@ -138,13 +167,119 @@ func NewSpool(dir string, perAnswer, total int64) (*Spool, error) {
 		return nil, fmt.Errorf("answer spool: directory %w", err)
 	}
 	sp.dir = dir
+	sp.loadLog()
 	return sp, nil
 }
 
-// fileName is the path of id's file.
-func (sp *Spool) fileName(id string) string {
-	sum := sha256.Sum256([]byte(id))
-	return filepath.Join(sp.dir, hex.EncodeToString(sum[:20])+".rows")
+// segName is the name of segment seq.
+func segName(seq uint64) string { return fmt.Sprintf("log-%016x.rows", seq) }
+
+// parseSegName returns the sequence a segment's name holds.
+func parseSegName(name string) (uint64, bool) {
+	hexPart, ok := strings.CutPrefix(name, "log-")
+	if hexPart, ok = strings.CutSuffix(hexPart, ".rows"); !ok || len(hexPart) != 16 {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(hexPart, 16, 64)
+	return seq, err == nil && seq > 0
+}
+
+// loadLog reads the segments an earlier run left, oldest first, into found. The
+// directory is trusted (NewSpool), and each file is opened without following a link
+// and must be a regular file. A segment that ends inside a record lost the last write
+// of an agent killed while making it (that message was never queued, being written
+// first) or of a machine that lost power: the record's command, when its id is there
+// to read, counts as damaged. A record that fails its check, or a segment that cannot
+// be read, is damage too; since nobody can tell whose records followed it, every
+// answer restored from this log then says that rows may be missing.
+func (sp *Spool) loadLog() {
+	des, err := os.ReadDir(sp.dir)
+	if err != nil {
+		return
+	}
+	var seqs []uint64
+	for _, de := range des {
+		if seq, ok := parseSegName(de.Name()); ok {
+			seqs = append(seqs, seq)
+		}
+	}
+	slices.Sort(seqs)
+	for _, seq := range seqs {
+		sp.nextSeq = max(sp.nextSeq, seq+1)
+		seg := &logSeg{seq: seq, name: filepath.Join(sp.dir, segName(seq))}
+		f, fi, err := safefile.Open(seg.name)
+		if err != nil {
+			sp.damaged = true
+			continue
+		}
+		seg.f, seg.size = f, fi.Size()
+		sp.segs[seq] = seg
+		sp.used += seg.size
+		sp.readSeg(seg, bufio.NewReaderSize(io.LimitReader(f, seg.size), 64<<10))
+	}
+}
+
+// readSeg reads one segment's records into found.
+func (sp *Spool) readSeg(seg *logSeg, r *bufio.Reader) {
+	limit := sp.perAnswer + maxIDBytes + binary.MaxVarintLen64
+	if head, err := readRecord(r, int64(len(logMagic))); err != nil || string(head) != logMagic {
+		sp.damaged = true
+		return
+	}
+	off := int64(8 + len(logMagic))
+	for {
+		payload, err := readRecord(r, limit)
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			if errors.Is(err, errTorn) {
+				if id, _, ok := splitPayload(payload); ok {
+					sp.foundOf(id).torn = true
+					return
+				}
+			}
+			sp.damaged = true
+			return
+		}
+		id, _, ok := splitPayload(payload)
+		if !ok {
+			sp.damaged = true
+			return
+		}
+		fa := sp.foundOf(id)
+		fa.refs = append(fa.refs, logRef{seg: seg, off: off, n: int32(len(payload))})
+		off += int64(8 + len(payload))
+	}
+}
+
+func (sp *Spool) foundOf(id string) *foundAnswer {
+	fa := sp.found[id]
+	if fa == nil {
+		fa = &foundAnswer{}
+		sp.found[id] = fa
+	}
+	return fa
+}
+
+// maxIDBytes bounds a command id in a record (the session takes none longer).
+const maxIDBytes = 1024
+
+// logPayload is a record's payload: the id's length, the id, the message.
+func logPayload(id, output string) []byte {
+	b := make([]byte, 0, binary.MaxVarintLen64+len(id)+len(output))
+	b = binary.AppendUvarint(b, uint64(len(id)))
+	b = append(b, id...)
+	return append(b, output...)
+}
+
+// splitPayload is logPayload's inverse; ok is false when the id is not all there.
+func splitPayload(p []byte) (id, output string, ok bool) {
+	n, k := binary.Uvarint(p)
+	if k <= 0 || n > maxIDBytes || uint64(len(p)-k) < n {
+		return "", "", false
+	}
+	return string(p[k : k+int(n)]), string(p[k+int(n):]), true
 }
 
 // get returns id's answer, making it; sp.mu is held.
@@ -158,119 +293,127 @@ func (sp *Spool) get(id string) *answer {
 	return a
 }
 
-// rows records a RUNNING message of command id before it is queued, keeping it in the
-// command's file while the bounds allow, and returns its index. Only the command's
-// relay calls it, one message at a time.
+// Rows records a RUNNING message of command id before it is queued, keeping it in the
+// log while the bounds allow, and returns its index. Only the command's relay calls
+// it, one message at a time.
 func (sp *Spool) Rows(id, output string) int {
 	sp.mu.Lock()
+	defer sp.mu.Unlock()
 	a := sp.get(id)
 	idx := a.pushed
 	a.pushed++
 	a.rowCounts = append(a.rowCounts, int32(strings.Count(output, "\n")+1))
 	size := int64(len(output)) + 8
-	keep := sp.dir != "" && !a.full && a.keptBytes+size <= sp.perAnswer && sp.used+size <= sp.total
-	if keep {
-		sp.used += size // reserved; given back if the write fails
-	}
-	f, name := a.file, a.name
-	sp.mu.Unlock()
-	var err error
-	if keep {
-		f, err = sp.appendRecord(f, name, id, output)
-	}
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	if f != nil {
-		a.file, a.name = f, sp.fileName(id)
-	}
-	if keep && err == nil {
-		a.kept++
-		a.keptBytes += size
+	if sp.dir == "" || a.full || a.keptBytes+size > sp.perAnswer {
+		a.full = true
 		return idx
 	}
-	if keep {
-		sp.used -= size
+	ref, err := sp.appendLog(id, output)
+	if err != nil {
+		a.full = true
+		return idx
 	}
-	a.full = true
+	sp.hold(a, ref)
+	a.keptBytes += size
 	return idx
 }
 
-// appendRecord writes one record to the file of command id: f when it is open, else
-// the file name (left by an earlier run) opened for appending, else a new file with
-// its header. It returns the file open for appending.
-func (sp *Spool) appendRecord(f *os.File, name, id, output string) (*os.File, error) {
-	if f == nil {
-		var err error
-		if name != "" {
-			// The directory is trusted (newSpool): nobody else can have put a link
-			// or a file there.
-			f, err = os.OpenFile(name, os.O_WRONLY|os.O_APPEND, 0)
-		} else {
-			f, err = sp.createFile(id)
-		}
-		if err != nil {
-			return nil, err
-		}
+// hold adds ref to a's kept messages; sp.mu is held.
+func (sp *Spool) hold(a *answer, ref logRef) {
+	a.refs = append(a.refs, ref)
+	if n := len(a.segs); n == 0 || a.segs[n-1] != ref.seg {
+		a.segs = append(a.segs, ref.seg)
+		ref.seg.live++
 	}
-	return f, writeRecord(f, output)
 }
 
-// createFile makes id's file with its header.
-func (sp *Spool) createFile(id string) (*os.File, error) {
-	name := sp.fileName(id)
-	f := sp.reuse(name)
-	if f == nil {
-		var err error
-		f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, fs.ErrExist) {
-			// A file of that name is a leftover of an earlier run that recover did
-			// not claim; this command's answer replaces it. (Removed only when
-			// there: an unlink of nothing before every new file cost two failing
-			// calls.)
-			if err = os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return nil, err
-			}
-			f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		}
-		if err != nil {
-			return nil, err
+// release gives back a's hold on its segments, removing each one nobody else holds
+// (but the active one); sp.mu is held.
+func (sp *Spool) release(a *answer) {
+	for _, seg := range a.segs {
+		seg.live--
+		if seg.live <= 0 && seg != sp.active {
+			sp.removeSeg(seg)
 		}
 	}
-	if err := writeRecord(f, spoolMagic+id); err != nil {
+	a.segs, a.refs = nil, nil
+}
+
+// removeSeg closes and removes seg; sp.mu is held.
+func (sp *Spool) removeSeg(seg *logSeg) {
+	if seg.f != nil {
+		_ = seg.f.Close()
+		seg.f = nil
+	}
+	_ = os.Remove(seg.name)
+	sp.used -= seg.size
+	delete(sp.segs, seg.seq)
+}
+
+var errSpoolFull = errors.New("answer spool: full")
+
+// appendLog appends one record to the active segment, starting a new one when there
+// is none or it is past segLimit; sp.mu is held. A write that fails is cut off again,
+// so that the segment ends on a whole record; when even that fails, the segment takes
+// no more.
+func (sp *Spool) appendLog(id, output string) (logRef, error) {
+	payload := logPayload(id, output)
+	size := int64(8 + len(payload))
+	if sp.used+size > sp.total {
+		return logRef{}, errSpoolFull
+	}
+	if sp.active != nil && sp.active.size+size > segLimit {
+		sp.retire()
+	}
+	if sp.active == nil {
+		if err := sp.newSeg(); err != nil {
+			return logRef{}, err
+		}
+	}
+	seg := sp.active
+	if err := writeRecord(seg.f, string(payload)); err != nil {
+		if seg.f.Truncate(seg.size) != nil {
+			sp.retire()
+		}
+		return logRef{}, err
+	}
+	ref := logRef{seg: seg, off: seg.size, n: int32(len(payload))}
+	seg.size += size
+	sp.used += size
+	return ref, nil
+}
+
+// retire ends the active segment: the next record starts another. It is removed now
+// when no answer holds it; sp.mu is held.
+func (sp *Spool) retire() {
+	seg := sp.active
+	sp.active = nil
+	if seg != nil && seg.live <= 0 {
+		sp.removeSeg(seg)
+	}
+}
+
+// newSeg makes the next segment, with its first record, the active one; sp.mu is
+// held. The directory is trusted (NewSpool) and the name new: O_EXCL refuses
+// anything already there.
+func (sp *Spool) newSeg() error {
+	seq := sp.nextSeq
+	sp.nextSeq++
+	name := filepath.Join(sp.dir, segName(seq))
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := writeRecord(f, logMagic); err != nil {
 		f.Close()
-		return nil, err
+		_ = os.Remove(name)
+		return err
 	}
-	return f, nil
-}
-
-// reuse renames a free file to name (replacing a leftover there, as createFile does)
-// and returns it emptied, open for appending; nil when there is none to reuse. A crash
-// before the header is written leaves the file with another command's header, which
-// load refuses (and removes) as not this command's.
-func (sp *Spool) reuse(name string) *os.File {
-	for {
-		sp.mu.Lock()
-		n := len(sp.free)
-		if n == 0 {
-			sp.mu.Unlock()
-			return nil
-		}
-		old := sp.free[n-1]
-		sp.free = sp.free[:n-1]
-		sp.mu.Unlock()
-		if err := os.Rename(old, name); err != nil {
-			_ = os.Remove(old)
-			continue
-		}
-		// The directory is trusted (newSpool): nobody else can have put a link
-		// there.
-		f, err := os.OpenFile(name, os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0)
-		if err != nil {
-			_ = os.Remove(name)
-			continue
-		}
-		return f
-	}
+	seg := &logSeg{seq: seq, name: name, f: f, size: int64(8 + len(logMagic))}
+	sp.segs[seq] = seg
+	sp.used += seg.size
+	sp.active = seg
+	return nil
 }
 
 // writeRecord writes one length- and CRC-framed record.
@@ -283,36 +426,43 @@ func writeRecord(w io.Writer, payload string) error {
 	return err
 }
 
-// readRecord reads one record; io.EOF at a clean end, errDamaged for anything else.
-func readRecord(r *bufio.Reader, limit int64) (string, error) {
+// readRecord reads one record: io.EOF at a clean end; errTorn, with what there is of
+// the payload, when the input ends inside it; errDamaged for anything else.
+func readRecord(r *bufio.Reader, limit int64) ([]byte, error) {
 	var head [8]byte
-	if _, err := io.ReadFull(r, head[:]); err != nil {
-		if err == io.EOF {
-			return "", io.EOF
+	if n, err := io.ReadFull(r, head[:]); err != nil {
+		if n == 0 && err == io.EOF {
+			return nil, io.EOF
 		}
-		return "", errDamaged
+		return nil, errTorn
 	}
 	n := int64(binary.BigEndian.Uint32(head[:]))
 	if n > limit {
-		return "", errDamaged
+		return nil, errDamaged
 	}
 	payload := make([]byte, n)
-	if _, err := io.ReadFull(r, payload); err != nil || crc32.ChecksumIEEE(payload) != binary.BigEndian.Uint32(head[4:]) {
-		return "", errDamaged
+	if got, err := io.ReadFull(r, payload); err != nil {
+		return payload[:got], errTorn
 	}
-	return string(payload), nil
+	if crc32.ChecksumIEEE(payload) != binary.BigEndian.Uint32(head[4:]) {
+		return nil, errDamaged
+	}
+	return payload, nil
 }
 
-var errDamaged = errors.New("answer spool: damaged record")
+var (
+	errDamaged = errors.New("answer spool: damaged record")
+	errTorn    = errors.New("answer spool: record cut short")
+)
 
-// timing records a command's timing message before it is queued.
+// Timing records a command's timing message before it is queued.
 func (sp *Spool) Timing(m *agentv1.CommandResponse) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.get(m.GetCommandId()).timing = m
 }
 
-// seal returns a command's terminal as it must go out: when rows may be missing
+// Seal returns a command's terminal as it must go out: when rows may be missing
 // (sent on a stream that broke, not kept), a FAILURE that says how many, with the
 // error row that goes before it; otherwise resp as it is, and no row. A failure
 // that keeps its own status (keep) gets the row only. The terminal is recorded for a
@@ -329,11 +479,6 @@ func (sp *Spool) Seal(resp *agentv1.CommandResponse, keep bool) (errRow string, 
 		}
 	}
 	a.terminal = out
-	if a.file != nil {
-		// Nothing more is appended; the file stays for a re-send until confirmed.
-		_ = a.file.Close()
-		a.file = nil
-	}
 	return errRow, out
 }
 
@@ -342,7 +487,7 @@ func (sp *Spool) Seal(resp *agentv1.CommandResponse, keep bool) (errRow string, 
 func (sp *Spool) missingAnswer(a *answer, resp *agentv1.CommandResponse) (string, *agentv1.CommandResponse) {
 	var msg string
 	if a.damaged {
-		msg = fmt.Sprintf("rows after the first %d messages may be missing: the answer spool was damaged while the agent was down", a.kept)
+		msg = fmt.Sprintf("rows after the first %d messages may be missing: the answer spool was damaged while the agent was down", a.kept())
 	} else {
 		msg = fmt.Sprintf("%d rows may be missing: the fleet connection broke while more of the answer was in flight than the spool keeps (%s per answer, %s in all)",
 			a.missing, mib(sp.perAnswer), mib(sp.total))
@@ -358,7 +503,7 @@ func (sp *Spool) missingAnswer(a *answer, resp *agentv1.CommandResponse) (string
 
 func mib(n int64) string { return strconv.FormatInt(n>>20, 10) + " MiB" }
 
-// handed records that the current stream took m.
+// Handed records that the current stream took m.
 func (sp *Spool) Handed(m Msg, now time.Time) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
@@ -379,7 +524,7 @@ func (sp *Spool) Handed(m Msg, now time.Time) {
 	}
 }
 
-// confirm forgets every answer whose terminal left the current stream before cutoff,
+// Confirm forgets every answer whose terminal left the current stream before cutoff,
 // and every lone message that did, and returns the ids of the answers: their
 // terminals are delivered.
 func (sp *Spool) Confirm(cutoff time.Time) []string {
@@ -413,35 +558,13 @@ func (sp *Spool) Confirm(cutoff time.Time) []string {
 	return ids
 }
 
-// drop forgets a and removes its file; sp.mu is held.
+// drop forgets a, and its records with it; sp.mu is held.
 func (sp *Spool) drop(a *answer) {
 	delete(sp.answers, a.id)
-	if a.file != nil {
-		_ = a.file.Close()
-		a.file = nil
-	}
-	if a.name != "" && !sp.keep(a) {
-		_ = os.Remove(a.name)
-	}
-	sp.used -= a.keptBytes
+	sp.release(a)
 }
 
-// keep puts a's file aside for reuse when there is room and it is small; sp.mu is
-// held.
-func (sp *Spool) keep(a *answer) bool {
-	if len(sp.free) >= maxFree || a.keptBytes > maxFreeBytes {
-		return false
-	}
-	sp.freeSeq++
-	name := filepath.Join(sp.dir, "free-"+strconv.Itoa(sp.freeSeq)+".rows")
-	if os.Rename(a.name, name) != nil {
-		return false
-	}
-	sp.free = append(sp.free, name)
-	return true
-}
-
-// unconfirmed reports whether anything that left waits for confirmation.
+// Unconfirmed reports whether anything that left waits for confirmation.
 func (sp *Spool) Unconfirmed() bool {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
@@ -456,7 +579,7 @@ func (sp *Spool) Unconfirmed() bool {
 	return false
 }
 
-// broken plans the re-send after a stream ended: every answer that has had a message
+// Broken plans the re-send after a stream ended: every answer that has had a message
 // on a stream and is not confirmed, whole, in the order of their first messages, then
 // the lone messages. It plans from the answers, not from the last plan, so a break
 // during a re-send loses nothing of it. Rows that left and were not kept count as
@@ -464,17 +587,16 @@ func (sp *Spool) Unconfirmed() bool {
 func (sp *Spool) Broken() {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	sp.closeReader()
 	clear(sp.plan)
 	sp.plan = sp.plan[:0]
 	for _, a := range sp.order {
 		if a.high == 0 && !a.timingLeft && !a.termLeft {
 			continue
 		}
-		if a.high > a.kept {
-			a.missing = max(a.missing, a.rowsIn(a.kept, a.high))
+		if a.high > a.kept() {
+			a.missing = max(a.missing, a.rowsIn(a.kept(), a.high))
 		}
-		if n := min(a.kept, a.high); n > 0 {
+		if n := min(a.kept(), a.high); n > 0 {
 			sp.plan = append(sp.plan, planItem{a: a, to: n})
 		}
 		if a.timingLeft && a.timing != nil {
@@ -498,7 +620,7 @@ func (sp *Spool) Broken() {
 	}
 }
 
-// next returns the next message of the plan, or false when the plan is done. A file
+// Next returns the next message of the plan, or false when the plan is done. A record
 // that cannot be read any more ends its range early: that answer's remaining rows
 // count as missing.
 func (sp *Spool) Next() (Msg, bool) {
@@ -527,7 +649,7 @@ func (sp *Spool) Next() (Msg, bool) {
 	return Msg{}, false
 }
 
-// pop removes the plan's head message, which the current stream took at now.
+// Pop removes the plan's head message, which the current stream took at now.
 func (sp *Spool) Pop(now time.Time) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
@@ -553,52 +675,33 @@ func (sp *Spool) Pop(now time.Time) {
 
 // advance drops the plan's head; sp.mu is held.
 func (sp *Spool) advance() {
-	if it := sp.plan[0]; it.a != nil && sp.reader != nil && sp.reader.a == it.a {
-		sp.closeReader()
-	}
 	sp.plan[0] = planItem{}
 	sp.plan = sp.plan[1:]
 }
 
-// read returns message idx of a from its file; sp.mu is held.
+// read returns kept message idx of a from the log, checked again; sp.mu is held.
 func (sp *Spool) read(a *answer, idx int) (string, error) {
-	if sp.reader == nil || sp.reader.a != a || sp.reader.next > idx {
-		sp.closeReader()
-		f, _, err := safefile.Open(a.name)
-		if err != nil {
-			return "", err
-		}
-		r := &planReader{a: a, f: f, r: bufio.NewReaderSize(f, 64<<10)}
-		if _, err := readRecord(r.r, maxSpoolHeader); err != nil {
-			f.Close()
-			return "", errDamaged
-		}
-		sp.reader = r
+	ref := a.refs[idx]
+	if ref.seg.f == nil {
+		return "", errDamaged
 	}
-	for {
-		out, err := readRecord(sp.reader.r, sp.perAnswer)
-		if err != nil {
-			return "", err
-		}
-		sp.reader.next++
-		if sp.reader.next-1 == idx {
-			return out, nil
-		}
+	buf := make([]byte, 8+int(ref.n))
+	if _, err := ref.seg.f.ReadAt(buf, ref.off); err != nil {
+		return "", err
 	}
-}
-
-// maxSpoolHeader bounds the header record: the magic and a command id.
-const maxSpoolHeader = int64(len(spoolMagic)) + 1024
-
-func (sp *Spool) closeReader() {
-	if sp.reader != nil {
-		sp.reader.f.Close()
-		sp.reader = nil
+	payload := buf[8:]
+	if binary.BigEndian.Uint32(buf) != uint32(ref.n) || crc32.ChecksumIEEE(payload) != binary.BigEndian.Uint32(buf[4:]) {
+		return "", errDamaged
 	}
+	id, out, ok := splitPayload(payload)
+	if !ok || id != a.id {
+		return "", errDamaged
+	}
+	return out, nil
 }
 
 // rowsIn is how many rows RUNNING messages [from, to) hold, as far as this run knows:
-// a message restored from an earlier run's file counts as one row at least.
+// a message restored from an earlier run's log counts as one row at least.
 func (a *answer) rowsIn(from, to int) int {
 	n := 0
 	for i := from; i < to; i++ {
@@ -611,17 +714,17 @@ func (a *answer) rowsIn(from, to int) int {
 	return n
 }
 
-// planned reports whether a re-send is still under way.
+// Planned reports whether a re-send is still under way.
 func (sp *Spool) Planned() bool {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	return len(sp.plan) > 0
 }
 
-// restore takes up the file an earlier run left for command id, whose terminal is
-// terminal (nil: the command was interrupted and its answer is still to be made), and
-// plans its kept messages, then the terminal when there is one, for the first
-// stream. It reports how many RUNNING messages it found.
+// Restore takes up what an earlier run left of command id, whose terminal is terminal
+// (nil: the command was interrupted and its answer is still to be made), and plans
+// its kept messages, then the terminal when there is one, for the first stream. It
+// reports how many RUNNING messages it found.
 func (sp *Spool) Restore(id string, terminal *agentv1.CommandResponse) int {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
@@ -629,78 +732,111 @@ func (sp *Spool) Restore(id string, terminal *agentv1.CommandResponse) int {
 	if sp.dir != "" {
 		sp.load(a)
 	}
-	a.high, a.pushed, a.restored = a.kept, a.kept, a.kept
+	a.restored = a.kept()
+	a.high, a.pushed = a.restored, a.restored
 	if terminal != nil {
 		a.terminal, a.termLeft = terminal, true
 	}
-	return a.kept
+	return a.restored
 }
 
-// load counts the records of a's file left by an earlier run; sp.mu is held.
+// load claims a's records of an earlier run: those of the log, else those of a file of
+// its own that an agent before the log left, copied into the log; sp.mu is held.
 func (sp *Spool) load(a *answer) {
-	name := sp.fileName(a.id)
+	if fa := sp.found[a.id]; fa != nil {
+		delete(sp.found, a.id)
+		idBytes := int64(len(logPayload(a.id, "")))
+		for _, ref := range fa.refs {
+			size := int64(ref.n) - idBytes + 8 // as Rows counts it: the message and its frame
+			if a.keptBytes+size > sp.perAnswer {
+				a.damaged = true
+				break
+			}
+			sp.hold(a, ref)
+			a.keptBytes += size
+		}
+		a.damaged = a.damaged || fa.torn
+	} else {
+		sp.loadLegacy(a)
+	}
+	a.damaged = a.damaged || sp.damaged
+	// Messages after damage are not re-sent; none are appended either.
+	a.full = a.damaged
+}
+
+// loadLegacy copies the records of a's own file, left by an agent before the log,
+// into the log, and removes the file; sp.mu is held.
+func (sp *Spool) loadLegacy(a *answer) {
+	sum := sha256.Sum256([]byte(a.id))
+	name := filepath.Join(sp.dir, hex.EncodeToString(sum[:20])+".rows")
 	f, _, err := safefile.Open(name)
 	if err != nil {
 		return
 	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, 64<<10)
-	head, err := readRecord(r, maxSpoolHeader)
-	if err != nil || head != spoolMagic+a.id {
+	defer func() {
+		f.Close()
 		_ = os.Remove(name)
+	}()
+	r := bufio.NewReaderSize(f, 64<<10)
+	head, err := readRecord(r, int64(len(legacyMagic))+maxIDBytes)
+	if err != nil || string(head) != legacyMagic+a.id {
 		return
 	}
-	a.name = name
 	for {
 		out, err := readRecord(r, sp.perAnswer)
 		if err == io.EOF {
-			break
+			return
 		}
 		if err != nil || a.keptBytes+int64(len(out))+8 > sp.perAnswer {
 			a.damaged = true
-			break
+			return
 		}
-		a.kept++
+		ref, err := sp.appendLog(a.id, string(out))
+		if err != nil {
+			a.damaged = true
+			return
+		}
+		sp.hold(a, ref)
 		a.keptBytes += int64(len(out)) + 8
 	}
-	sp.used += a.keptBytes
-	// Messages after a damaged record are not re-sent; none are appended either.
-	a.full = a.damaged
 }
 
-// sweep removes the files no restored answer claimed.
+// Sweep drops what no restored answer claimed, and removes the files that hold
+// nothing kept: segments no answer holds, and anything else in the directory.
 func (sp *Spool) Sweep() {
 	if sp.dir == "" {
 		return
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	clear(sp.found)
+	sp.damaged = false
+	for _, seg := range sp.segs {
+		if seg.live <= 0 && seg != sp.active {
+			sp.removeSeg(seg)
+		}
 	}
 	des, err := os.ReadDir(sp.dir)
 	if err != nil {
 		return
 	}
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	claimed := map[string]bool{}
-	for _, a := range sp.order {
-		if a.name != "" {
-			claimed[filepath.Base(a.name)] = true
-		}
-	}
 	for _, de := range des {
-		if !claimed[de.Name()] {
-			_ = os.Remove(filepath.Join(sp.dir, de.Name()))
+		if seq, ok := parseSegName(de.Name()); ok && sp.segs[seq] != nil {
+			continue
 		}
+		_ = os.Remove(filepath.Join(sp.dir, de.Name()))
 	}
 }
 
-// close releases the open files; the files stay for the next start.
+// Close releases the open files; the files stay for the next start.
 func (sp *Spool) Close() {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	sp.closeReader()
-	for _, a := range sp.order {
-		if a.file != nil {
-			_ = a.file.Close()
-			a.file = nil
+	for _, seg := range sp.segs {
+		if seg.f != nil {
+			_ = seg.f.Close()
+			seg.f = nil
 		}
 	}
+	sp.active = nil
 }

@@ -1,9 +1,13 @@
 package spool
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -78,7 +82,7 @@ func TestSpoolResendsWhatLeft(t *testing.T) {
 }
 
 // A heartbeat confirms what left well before it was sent: the answer is forgotten,
-// its file removed and its id returned for the journal; later messages are not.
+// its records dropped and its id returned for the journal; later messages are not.
 func TestSpoolConfirm(t *testing.T) {
 	sp, dir := testSpool(t, 1<<20, 1<<20)
 	m := push(sp, "a", "r|0")
@@ -95,32 +99,10 @@ func TestSpoolConfirm(t *testing.T) {
 	if ids := sp.Confirm(left.Add(time.Millisecond)); !slices.Equal(ids, []string{"a"}) {
 		t.Fatalf("confirmed %v, want [a] (c has no terminal yet)", ids)
 	}
-	answers := func() (n int) {
-		files, _ := os.ReadDir(dir)
-		for _, f := range files {
-			if !strings.HasPrefix(f.Name(), "free-") {
-				n++
-			}
-		}
-		return n
-	}
-	if n := answers(); n != 1 || !sp.Unconfirmed() {
-		t.Errorf("after the confirmation: %d files, unconfirmed %v; want c's file and c waiting", n, sp.Unconfirmed())
-	}
-	// a's file is kept for reuse: the next answer takes it, emptied, under its name.
-	if len(sp.free) != 1 {
-		t.Fatalf("%d files kept for reuse, want a's", len(sp.free))
-	}
-	push(sp, "d", "r|d")
-	if n := answers(); len(sp.free) != 0 || n != 2 {
-		t.Errorf("d's answer: %d kept for reuse, %d answer files; want a's file reused as d's", len(sp.free), n)
-	}
-	restored := &answer{id: "d"}
-	sp.mu.Lock()
-	sp.load(restored)
-	sp.mu.Unlock()
-	if restored.kept != 1 || restored.damaged {
-		t.Errorf("d's reused file read back: %d messages, damaged %v; want its one", restored.kept, restored.damaged)
+	// a's record stays in the segment new records still go to; it is dropped with
+	// the segment once that is full and nobody holds it.
+	if n := len(segments(t, dir)); n != 1 || !sp.Unconfirmed() {
+		t.Errorf("after the confirmation: %d segments, unconfirmed %v; want one and c waiting", n, sp.Unconfirmed())
 	}
 	sp.Broken()
 	if got := drainPlan(sp); !slices.Equal(got, []string{"c:RUNNING:r|0"}) {
@@ -175,23 +157,28 @@ func TestSpoolOffStillCountsWhatIsLost(t *testing.T) {
 	}
 }
 
-// The files outlive the agent: the next start re-sends a command's kept messages
-// before its recorded terminal; a file whose tail is damaged adds an error row saying
-// rows may be missing before that terminal, which stays the one recorded (the journal
-// replays it); a file nobody claims is removed.
+// The log outlives the agent: the next start re-sends a command's kept messages
+// before its recorded terminal; an answer whose last record was torn adds an error row
+// saying rows may be missing before that terminal, which stays the one recorded (the
+// journal replays it); records nobody claims go, and their segment with them once no
+// kept answer is left in it.
 func TestSpoolRestoreAfterRestart(t *testing.T) {
 	sp, dir := testSpool(t, 1<<20, 1<<20)
-	for _, id := range []string{"done", "torn", "orphan"} {
+	for _, id := range []string{"orphan", "done", "torn"} {
 		sp.Handed(push(sp, id, id+"|0"), time.Now())
 		sp.Handed(push(sp, id, id+"|1"), time.Now())
 	}
 	sp.Close() // the agent is killed: nothing confirmed
-	torn := sp.fileName("torn")
-	fi, err := os.Stat(torn)
+	segs := segments(t, dir)
+	if len(segs) != 1 {
+		t.Fatalf("segments %q, want one", segs)
+	}
+	fi, err := os.Stat(segs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(torn, fi.Size()-3); err != nil {
+	// The last record, torn's second, loses its last 3 bytes.
+	if err := os.Truncate(segs[0], fi.Size()-3); err != nil {
 		t.Fatal(err)
 	}
 
@@ -207,14 +194,18 @@ func TestSpoolRestoreAfterRestart(t *testing.T) {
 		t.Errorf("restored %d messages of torn, want the 1 before the damage", n)
 	}
 	next.Sweep()
-	if _, err := os.Stat(sp.fileName("orphan")); !os.IsNotExist(err) {
-		t.Errorf("the unclaimed file is still there: %v", err)
-	}
 	next.Broken()
 	got := drainPlan(next)
 	want := []string{"done:RUNNING:done|0", "done:RUNNING:done|1", "done:SUCCESS:", "torn:RUNNING:torn|0", "torn:RUNNING:error|rows after the first 1 messages may be missing: the answer spool was damaged while the agent was down", "torn:SUCCESS:"}
 	if !slices.Equal(got, want) {
 		t.Errorf("plan after the restart\n%q\nwant\n%q", got, want)
+	}
+	// Both confirmed: the old segment goes, and with it the orphan's records.
+	if ids := next.Confirm(time.Now().Add(time.Hour)); len(ids) != 2 {
+		t.Fatalf("confirmed %v, want done and torn", ids)
+	}
+	if left := segments(t, dir); len(left) != 0 {
+		t.Errorf("segments %q left after every kept answer was confirmed", left)
 	}
 }
 
@@ -250,7 +241,7 @@ func TestSpoolRecordChecksum(t *testing.T) {
 	sp, _ := testSpool(t, 1<<20, 1<<20)
 	sp.Handed(push(sp, "a", "a|0"), time.Now())
 	sp.Close()
-	name := sp.fileName("a")
+	name := segments(t, sp.dir)[0]
 	b, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
@@ -303,4 +294,153 @@ func TestSpoolBreakDuringResend(t *testing.T) {
 // rejected is a rejection as the session makes one.
 func rejected(id, reason string) *agentv1.CommandResponse {
 	return &agentv1.CommandResponse{CommandId: id, Status: agentv1.CommandResponse_REJECTED, Output: reason, SentAt: Now()}
+}
+
+// segments lists the log's segment files in dir.
+func segments(t *testing.T, dir string) []string {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "log-*.rows"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// Under a steady flow of answers, each confirmed soon after it ends, the log stays at a
+// segment or two however many answers pass through it, and one answer left
+// unconfirmed holds only its own segment, which goes once it is confirmed.
+func TestSpoolLogStaysSmall(t *testing.T) {
+	sp, dir := testSpool(t, 1<<20, 64<<20)
+	row := strings.Repeat("x", 1000)
+	pinned := push(sp, "pinned", "p|0")
+	sp.Handed(pinned, time.Now())
+	first := segments(t, dir)
+	const n = 20000 // about 20 MB of records: several segments' worth
+	for i := range n {
+		id := "c" + strconv.Itoa(i)
+		m := push(sp, id, row)
+		_, term := sp.Seal(terminalOf(id, agentv1.CommandResponse_SUCCESS), false)
+		left := time.Now()
+		sp.Handed(m, left)
+		sp.Handed(Msg{Resp: term, Kind: KindTerminal}, left)
+		if i%100 == 99 {
+			sp.Confirm(left.Add(time.Millisecond))
+		}
+	}
+	sp.Confirm(time.Now().Add(time.Millisecond))
+	segs := segments(t, dir)
+	if len(segs) > 2 || !slices.Contains(segs, first[0]) {
+		t.Errorf("after %d answers: segments %q, want the pinned one and the active one", n, segs)
+	}
+	if sp.used > 2*segLimit {
+		t.Errorf("the log counts %d bytes, want at most two segments", sp.used)
+	}
+	sp.Broken()
+	if got := drainPlan(sp); !slices.Equal(got, []string{"pinned:RUNNING:p|0"}) {
+		t.Errorf("plan %q, want the pinned answer's row read back from its old segment", got)
+	}
+	_, term := sp.Seal(terminalOf("pinned", agentv1.CommandResponse_SUCCESS), false)
+	sp.Handed(Msg{Resp: term, Kind: KindTerminal}, time.Now())
+	sp.Confirm(time.Now().Add(time.Millisecond))
+	if segs := segments(t, dir); slices.Contains(segs, first[0]) {
+		t.Errorf("the pinned answer's segment outlived its confirmation: %q", segs)
+	}
+}
+
+// The spool's bound counts the log's bytes: past it a message is sent but not kept,
+// and a break then makes the answer say that rows may be missing.
+func TestSpoolTotalBoundCountsTheLog(t *testing.T) {
+	sp, _ := testSpool(t, 1<<20, 4096)
+	var handed []Msg
+	for i := range 100 {
+		m := push(sp, "a", strings.Repeat("r", 100)+strconv.Itoa(i))
+		handed = append(handed, m)
+		sp.Handed(m, time.Now())
+	}
+	if sp.used > 4096 {
+		t.Fatalf("the log holds %d bytes past its bound of 4096", sp.used)
+	}
+	sp.Broken()
+	got := drainPlan(sp)
+	if len(got) == 0 || len(got) >= len(handed) {
+		t.Fatalf("re-sent %d of %d messages, want the kept prefix", len(got), len(handed))
+	}
+	if row, term := sp.Seal(terminalOf("a", agentv1.CommandResponse_SUCCESS), false); term.GetError().GetCode() != "rows_missing" || row == "" {
+		t.Errorf("terminal %v, want rows_missing", term)
+	}
+}
+
+// A file of its own that an agent before the log left for a command is read once,
+// its records copied into the log, and removed.
+func TestSpoolReadsLegacyFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "spool")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("old"))
+	legacy := filepath.Join(dir, hex.EncodeToString(sum[:20])+".rows")
+	var b bytes.Buffer
+	for _, rec := range []string{legacyMagic + "old", "old|0", "old|1\nold|2"} {
+		if err := writeRecord(&b, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(legacy, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := NewSpool(dir, 1<<20, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	if n := sp.Restore("old", terminalOf("old", agentv1.CommandResponse_SUCCESS)); n != 2 {
+		t.Fatalf("restored %d messages from the old file, want 2", n)
+	}
+	sp.Sweep()
+	if _, err := os.Stat(legacy); !os.IsNotExist(err) {
+		t.Errorf("the old file is still there: %v", err)
+	}
+	sp.Broken()
+	want := []string{"old:RUNNING:old|0", "old:RUNNING:old|1\nold|2", "old:SUCCESS:"}
+	if got := drainPlan(sp); !slices.Equal(got, want) {
+		t.Errorf("plan %q, want %q", got, want)
+	}
+}
+
+// A segment that is not a regular file, or that does not begin as a segment does, is
+// damage: answers restored then say rows may be missing rather than send what cannot
+// be trusted, and Sweep removes it.
+func TestSpoolStrangeSegment(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "spool")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, segName(1)), []byte("not a segment"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, segName(2))); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := NewSpool(dir, 1<<20, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	if n := sp.Restore("x", terminalOf("x", agentv1.CommandResponse_SUCCESS)); n != 0 {
+		t.Fatalf("restored %d messages", n)
+	}
+	sp.Sweep()
+	sp.Broken()
+	got := drainPlan(sp)
+	if len(got) != 2 || !strings.Contains(got[0], "may be missing: the answer spool was damaged") || got[1] != "x:SUCCESS:" {
+		t.Errorf("plan %q, want the damage row and the recorded terminal", got)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("%d files left after Sweep", len(left))
+	}
+	// The spool goes on: a new answer starts a new segment.
+	sp.Handed(push(sp, "y", "y|0"), time.Now())
+	if segs := segments(t, dir); len(segs) != 1 || filepath.Base(segs[0]) != segName(3) {
+		t.Errorf("segments %q, want %s", segs, segName(3))
+	}
 }
