@@ -101,7 +101,7 @@ idle=$(unit idle-RSS-MiB)
 after=$(unit after-RSS-MiB)
 end=$(unit end-RSS-MiB)
 peak=$(unit peak-RSS-MiB)
-window=$(unit window-s)
+window=$(unit window-s | awk '{ printf "%g", $1 }')
 [[ -n $idle && -n $after && -n $end && -n $peak && -n $window ]] || {
 	warn "$out"
 	warn "bench-ratios: no RSS figures from BenchmarkRSSAfterRows"
