@@ -14,6 +14,10 @@
 #                   go-plugin, alternating, goal <= 1.15x.
 #   spool           BenchmarkFleetRows: rows/s to the server with the answer spool and
 #                   its ratio to no spool (reported, no goal).
+#   RSS after rows  BenchmarkRSSAfterRows: the agent's resident memory idle, just after
+#                   relaying one answer of 50,000 rows, at the end of a 120 s window
+#                   (YUZU_BENCH_RSS_WINDOW, a Go duration, shortens it) and its peak
+#                   (reported, no goal).
 #
 # BENCH_BASE is a git ref (default 0d02962, the commit before issue 34's changes); its
 # agent is built from `git archive`, the checkout is not touched. ROUNDS defaults to 3.
@@ -87,3 +91,20 @@ unit() { awk -v u="$1" '$1 ~ /^Benchmark/ { for (i = 2; i < NF; i++) if ($(i + 1
 rows=$(unit rows/s)
 ratio=$(unit spool/no-spool)
 say "RESULT rows to the server with the spool: $rows rows/s, $ratio of no spool (no goal; load $(load))"
+
+out=$(cd integration && YUZU_INTEGRATION_BIN="$work/ours" "$work/integration.test" -test.run '^$' -test.bench '^BenchmarkRSSAfterRows$' -test.benchtime 1x 2>&1) || {
+	warn "$out"
+	warn "bench-ratios: BenchmarkRSSAfterRows failed"
+	exit 1
+}
+idle=$(unit idle-RSS-MiB)
+after=$(unit after-RSS-MiB)
+end=$(unit end-RSS-MiB)
+peak=$(unit peak-RSS-MiB)
+window=$(unit window-s | awk '{ printf "%g", $1 }')
+[[ -n $idle && -n $after && -n $end && -n $peak && -n $window ]] || {
+	warn "$out"
+	warn "bench-ratios: no RSS figures from BenchmarkRSSAfterRows"
+	exit 1
+}
+say "RESULT agent RSS after relaying 50,000 rows: idle $idle MiB, just after $after MiB, after $window s $end MiB (peak $peak MiB; no goal; load $(load))"
