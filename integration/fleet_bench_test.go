@@ -4,7 +4,11 @@ package integration
 
 import (
 	"fmt"
+	"io"
+	"net/http"
+	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,9 +19,16 @@ import (
 // fleet server, the agent (`yuzu-agent run`, mutual TLS), the tags plugin and back;
 // every one must answer SUCCESS. Target: at least 1,000 commands/s end to end, agent
 // peak RSS under 64 MiB.
+//
+// It also reports what bounds the rate from the agent's own metrics: a command holds
+// one of its plugin's slots (max(4, cores)) while it waits for its start record to be
+// on disk (start-wait-ms) and while the plugin runs it (in-plugin-ms), so the slots
+// cannot pass more than slots/(wait+run) commands a second (slot-bound-commands/s).
+// An agent without the start-wait series (older builds) reports the rate alone.
 func BenchmarkFleetCommands(b *testing.B) {
 	f := newFleet(b, fleetserver.Options{}, tagsBin)
-	a := f.agent()
+	addr := freeAddr(b)
+	a := f.agent("--metrics-listen", addr)
 	ctx := testCtx(b, 10*time.Minute)
 	const batch = 1000
 	round := 0
@@ -44,7 +55,52 @@ func BenchmarkFleetCommands(b *testing.B) {
 	elapsed := time.Since(start)
 	b.ReportMetric(float64(round*batch)/elapsed.Seconds(), "commands/s")
 	b.ReportMetric(float64(procStatusBytes(b, a.cmd.Process.Pid, "VmHWM"))/(1<<20), "agent-peak-RSS-MiB")
+	body := scrapeMetrics(b, addr)
+	wait, waitOK := histogramMean(body, "yuzu_agent_command_start_wait_seconds", "tags")
+	run, runOK := histogramMean(body, "yuzu_agent_command_duration_seconds", "tags")
+	if waitOK && runOK {
+		slots := max(4, runtime.NumCPU())
+		b.ReportMetric(wait*1000, "start-wait-ms")
+		b.ReportMetric(run*1000, "in-plugin-ms")
+		b.ReportMetric(float64(slots)/(wait+run), "slot-bound-commands/s")
+	}
 	a.stop(b)
+}
+
+// scrapeMetrics reads the agent's metrics endpoint at addr.
+func scrapeMetrics(tb testing.TB, addr string) string {
+	tb.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(body)
+}
+
+// histogramMean is the mean of a histogram's series for plugin (its _sum over its
+// _count) in a metrics text; false when the series is not there or empty.
+func histogramMean(body, name, plugin string) (float64, bool) {
+	value := func(suffix string) (float64, bool) {
+		prefix := name + suffix + `{plugin="` + plugin + `"} `
+		for line := range strings.Lines(body) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				return f, err == nil
+			}
+		}
+		return 0, false
+	}
+	sum, ok1 := value("_sum")
+	count, ok2 := value("_count")
+	if !ok1 || !ok2 || count == 0 {
+		return 0, false
+	}
+	return sum / count, true
 }
 
 // BenchmarkFleetRows: one command answering 100,000 rows, relayed by the agent to the

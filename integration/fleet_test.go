@@ -980,6 +980,7 @@ func TestFleetHeartbeatAndMetrics(t *testing.T) {
 		`yuzu_agent_commands_total{plugin="tags",status="success"} 1`,
 		`yuzu_agent_commands_total{plugin="crasher",status="failure"} 1`,
 		`yuzu_agent_command_duration_seconds_count{plugin="tags"} 1`,
+		`yuzu_agent_command_start_wait_seconds_count{plugin="tags"} 1`,
 		`yuzu_agent_plugin_restarts_total{plugin="tags"} 0`,
 		"yuzu_agent_queue_depth 0",
 		"yuzu_agent_reconnects_total 0",

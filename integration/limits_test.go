@@ -59,7 +59,7 @@ func noBoxes(t *testing.T, format string, args ...any) {
 }
 
 // freeAddr returns a loopback address no one listens on.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -33,6 +33,7 @@ var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25
 type Metrics struct {
 	commands   *counterVec
 	latency    *histogramVec
+	startWait  *histogramVec
 	restarts   *counterVec
 	queue      atomic.Int64
 	reconnects atomic.Uint64
@@ -62,6 +63,9 @@ func New() *Metrics {
 		latency: newHistogramVec("yuzu_agent_command_duration_seconds",
 			"Time a plugin took to run a fleet command, from dispatch to its result.",
 			latencyBuckets, "plugin"),
+		startWait: newHistogramVec("yuzu_agent_command_start_wait_seconds",
+			"Time a fleet command waited, its plugin slot in hand, for its start record to be on disk before it ran: the price of knowing after a crash that it ran.",
+			latencyBuckets, "plugin"),
 		restarts: newCounterVec("yuzu_agent_plugin_restarts_total",
 			"Plugin child restarts after a crash, a hang or a failed start.",
 			"plugin"),
@@ -78,6 +82,14 @@ func (m *Metrics) Command(plugin, status string, ran time.Duration) {
 	if ran > 0 {
 		m.latency.observe(labelValues{plugin}, ran.Seconds())
 	}
+}
+
+// StartWait records how long a command waited for its start record.
+func (m *Metrics) StartWait(plugin string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.startWait.observe(labelValues{plugin}, d.Seconds())
 }
 
 // QueueAdd moves the queue depth by delta.

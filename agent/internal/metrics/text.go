@@ -203,6 +203,7 @@ func (m *Metrics) appendText(b []byte) []byte {
 	families = append(families, []family{
 		{m.commands.name, m.commands.appendText},
 		{m.latency.name, m.latency.appendText},
+		{m.startWait.name, m.startWait.appendText},
 		{m.restarts.name, m.restarts.appendText},
 		gauge("yuzu_agent_queue_depth",
 			"Fleet commands accepted but not yet running (waiting for their stagger or delay, or for a plugin slot).",

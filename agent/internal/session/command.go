@@ -111,7 +111,10 @@ func (c *command) inPlugin() time.Duration {
 // cannot record refuses the command: run unrecorded, a repeat of its id after a
 // restart would run it a second time (a full disk is an ordinary event on endpoints).
 func (s *Session) onStart(c *command) error {
-	if err := <-s.o.Journal.Started(c.id); err != nil {
+	asked := time.Now()
+	err := <-s.o.Journal.Started(c.id)
+	s.o.Metrics.StartWait(s.pluginLabel(c.req.GetPlugin()), time.Since(asked))
+	if err != nil {
 		s.journalFailed(err)
 		return &journalError{err: err}
 	}
