@@ -176,8 +176,9 @@ func segName(seq uint64) string { return fmt.Sprintf("log-%016x.rows", seq) }
 
 // parseSegName returns the sequence a segment's name holds.
 func parseSegName(name string) (uint64, bool) {
-	hexPart, ok := strings.CutPrefix(name, "log-")
-	if hexPart, ok = strings.CutSuffix(hexPart, ".rows"); !ok || len(hexPart) != 16 {
+	rest, okPrefix := strings.CutPrefix(name, "log-")
+	hexPart, okSuffix := strings.CutSuffix(rest, ".rows")
+	if !okPrefix || !okSuffix || len(hexPart) != 16 {
 		return 0, false
 	}
 	seq, err := strconv.ParseUint(hexPart, 16, 64)

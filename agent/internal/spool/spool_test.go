@@ -444,3 +444,22 @@ func TestSpoolStrangeSegment(t *testing.T) {
 		t.Errorf("segments %q, want %s", segs, segName(3))
 	}
 }
+
+// Only a segment's own name is read as one.
+func TestSegName(t *testing.T) {
+	for name, want := range map[string]uint64{
+		segName(1):                   1,
+		segName(0xabc):               0xabc,
+		"xlog-0000000000000001.rows": 0,
+		"log-0000000000000001.row":   0,
+		"log-000000000000001.rows":   0,
+		"log-0000000000000000.rows":  0,
+		"log-000000000000000g.rows":  0,
+		"free-1.rows":                0,
+	} {
+		seq, ok := parseSegName(name)
+		if ok != (want != 0) || seq != want {
+			t.Errorf("parseSegName(%q) = %d, %v; want %d", name, seq, ok, want)
+		}
+	}
+}
