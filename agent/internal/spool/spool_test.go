@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -418,8 +419,12 @@ func TestSpoolStrangeSegment(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, segName(1)), []byte("not a segment"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink("/etc/passwd", filepath.Join(dir, segName(2))); err != nil {
-		t.Fatal(err)
+	next := segName(2)
+	if runtime.GOOS != "windows" { // a link there needs a privilege Windows rarely grants
+		if err := os.Symlink("/etc/passwd", filepath.Join(dir, segName(2))); err != nil {
+			t.Fatal(err)
+		}
+		next = segName(3)
 	}
 	sp, err := NewSpool(dir, 1<<20, 1<<20)
 	if err != nil {
@@ -440,8 +445,8 @@ func TestSpoolStrangeSegment(t *testing.T) {
 	}
 	// The spool goes on: a new answer starts a new segment.
 	sp.Handed(push(sp, "y", "y|0"), time.Now())
-	if segs := segments(t, dir); len(segs) != 1 || filepath.Base(segs[0]) != segName(3) {
-		t.Errorf("segments %q, want %s", segs, segName(3))
+	if segs := segments(t, dir); len(segs) != 1 || filepath.Base(segs[0]) != next {
+		t.Errorf("segments %q, want %s", segs, next)
 	}
 }
 
