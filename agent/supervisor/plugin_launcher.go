@@ -165,6 +165,8 @@ func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (
 	if err := c.rpc.Configure(ctx, cfg); err != nil {
 		return fail(fmt.Errorf("configure: %w", err))
 	}
+	// Its limits hold before it runs any command (proc.Runner.Start).
+	pr.Boxed()
 	if pr.Log.IsDebug() {
 		end := time.Now()
 		pr.Log.Debug("plugin launch steps", "pid", c.Pid(),
