@@ -31,8 +31,9 @@ type pluginLauncher struct {
 	boxes       *limits.Host
 	limits      limits.Set
 	// socketRoot holds the children's socket directories (proc.NewSocketRoot); "" leaves
-	// go-plugin's default.
+	// go-plugin's default. It and boxes are set by prepare; ready is closed then.
 	socketRoot string
+	ready      chan struct{}
 
 	// mu makes a start and an orphan sweep exclusive, so that a child that has just
 	// been forked is always registered before a sweep could take it for an orphan.
@@ -58,6 +59,17 @@ func newPluginLauncher(o Options) *pluginLauncher {
 	if l.limits.Default == (limits.Limits{}) {
 		l.limits.Default = limits.Default
 	}
+	// The socket root and the boxes' cgroup directories take a few milliseconds of
+	// system calls that nothing needs before the first start: made in the
+	// background, they overlap the rest of the agent's start and the first hash.
+	l.ready = make(chan struct{})
+	go l.prepare()
+	return l
+}
+
+// prepare makes the socket root and the host of the boxes, then closes l.ready.
+func (l *pluginLauncher) prepare() {
+	defer close(l.ready)
 	// Windows' plugins listen on loopback TCP: no socket, nothing left in TMPDIR.
 	if hostOS != "windows" {
 		l.socketRoot = proc.NewSocketRoot(l.log)
@@ -69,7 +81,6 @@ func newPluginLauncher(o Options) *pluginLauncher {
 	} else {
 		l.log.Debug("plugin resource limits", "boxes", l.boxes.Where())
 	}
-	return l
 }
 
 // goPluginLog is the logger handed to go-plugin. The agent logs every start, exit and
@@ -85,27 +96,43 @@ func (l *pluginLauncher) goPluginLog() hclog.Logger {
 func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (Child, error) {
 	// The time of each step, logged at debug once the child is up: the cold-exec
 	// benchmark (scripts/bench-cold-exec.sh) reports their shares from this line.
+	// tls_ms is what the box and the mutual TLS took beyond the hash they overlap.
 	t0 := time.Now()
+	cc := host.ClientConfig(nil) // no Cmd: RunnerFunc below starts the verified image
+	// The child's box (its cgroup directories and limits, a few milliseconds of
+	// system calls on a hybrid host) and its TLS certificate do not depend on the
+	// binary: they are made on another core while this one hashes it. A binary that
+	// is refused leaves its box unused, and it is removed.
+	var (
+		box            *limits.Box
+		boxErr, tlsErr error
+		tlsEnv         []string
+		prepared       = make(chan struct{})
+	)
+	go func() {
+		defer close(prepared)
+		<-l.ready
+		box, boxErr = l.boxes.Box(b.Name, l.limits.For(b.Name))
+		tlsEnv, tlsErr = host.MutualTLS(cc)
+	}()
 	img, err := l.images.Open(b.Name, b.Path, b.Checksum)
+	tHash := time.Now()
+	<-prepared
 	if err != nil {
+		box.StartFailed()
 		return nil, err
 	}
-	tHash := time.Now()
-	pr := &proc.Runner{Path: b.Path, Image: img, Log: l.log.Named(b.Name)}
-	if pr.Box, err = l.boxes.Box(b.Name, l.limits.For(b.Name)); err != nil {
+	pr := &proc.Runner{Path: b.Path, Image: img, Log: l.log.Named(b.Name), Box: box}
+	if boxErr != nil {
 		// Today's behaviour rather than no plugin: the log says so.
-		pr.Log.Warn("this child runs without resource limits", "error", err)
-		pr.Box = nil
+		pr.Log.Warn("this child runs without resource limits", "error", boxErr)
 	}
 	pr.OnRun = func(pid int) { l.live[pid] = true } // under l.mu, see below
 	pr.OnEnd = func() { l.ended(pr) }
-
-	cc := host.ClientConfig(nil) // no Cmd: RunnerFunc below starts the verified image
-	tlsEnv, err := host.MutualTLS(cc)
-	if err != nil {
+	if tlsErr != nil {
 		img.Release()
 		pr.Box.StartFailed()
-		return nil, &StartError{Plugin: b.Name, Err: fmt.Errorf("mutual TLS: %w", err)}
+		return nil, &StartError{Plugin: b.Name, Err: fmt.Errorf("mutual TLS: %w", tlsErr)}
 	}
 	tTLS := time.Now()
 	cc.Logger = l.goPluginLog()
@@ -209,13 +236,22 @@ func (l *pluginLauncher) ended(pr *proc.Runner) {
 
 // close runs a last sweep when the supervisor closes.
 func (l *pluginLauncher) close() {
+	// Closing the kept images frees their memory files' pages, 3 to 4 ms for a
+	// shipped plugin, which nothing below waits for: it runs on another core while
+	// the boxes' directories and the socket root are removed.
+	imagesClosed := make(chan struct{})
+	go func() {
+		defer close(imagesClosed)
+		l.images.Close()
+	}()
+	defer func() { <-imagesClosed }()
+	<-l.ready
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.reapOrphans {
 		proc.SweepOrphans(l.live, l.reaping, &l.mu, l.log)
 	}
 	l.boxes.Close()
-	l.images.Close()
 	if l.socketRoot != "" {
 		_ = os.RemoveAll(l.socketRoot)
 	}
