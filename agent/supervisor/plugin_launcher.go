@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -54,6 +55,12 @@ func newPluginLauncher(o Options) *pluginLauncher {
 	}
 	if err := proctree.TieToSelf(); err != nil {
 		l.log.Warn("cannot tie plugin processes to the agent's lifetime", "error", err)
+	}
+	if o.DataDir != "" {
+		// A start of a binary unchanged since its last verification copies it
+		// without hashing it again (proc.ImageCache); the records are the agent's
+		// alone, in the data dir.
+		l.images.RecordDir = filepath.Join(o.DataDir, "verified")
 	}
 	l.limits = o.Limits
 	if l.limits.Default == (limits.Limits{}) {
