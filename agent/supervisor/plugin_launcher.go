@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -31,8 +32,9 @@ type pluginLauncher struct {
 	boxes       *limits.Host
 	limits      limits.Set
 	// socketRoot holds the children's socket directories (proc.NewSocketRoot); "" leaves
-	// go-plugin's default.
+	// go-plugin's default. It and boxes are set by prepare; ready is closed then.
 	socketRoot string
+	ready      chan struct{}
 
 	// mu makes a start and an orphan sweep exclusive, so that a child that has just
 	// been forked is always registered before a sweep could take it for an orphan.
@@ -54,10 +56,27 @@ func newPluginLauncher(o Options) *pluginLauncher {
 	if err := proctree.TieToSelf(); err != nil {
 		l.log.Warn("cannot tie plugin processes to the agent's lifetime", "error", err)
 	}
+	if o.DataDir != "" {
+		// A start of a binary unchanged since its last verification copies it
+		// without hashing it again (proc.ImageCache); the records are the agent's
+		// alone, in the data dir.
+		l.images.RecordDir = filepath.Join(o.DataDir, "verified")
+	}
 	l.limits = o.Limits
 	if l.limits.Default == (limits.Limits{}) {
 		l.limits.Default = limits.Default
 	}
+	// The socket root and the boxes' cgroup directories take a few milliseconds of
+	// system calls that nothing needs before the first start: made in the
+	// background, they overlap the rest of the agent's start and the first hash.
+	l.ready = make(chan struct{})
+	go l.prepare()
+	return l
+}
+
+// prepare makes the socket root and the host of the boxes, then closes l.ready.
+func (l *pluginLauncher) prepare() {
+	defer close(l.ready)
 	// Windows' plugins listen on loopback TCP: no socket, nothing left in TMPDIR.
 	if hostOS != "windows" {
 		l.socketRoot = proc.NewSocketRoot(l.log)
@@ -69,7 +88,6 @@ func newPluginLauncher(o Options) *pluginLauncher {
 	} else {
 		l.log.Debug("plugin resource limits", "boxes", l.boxes.Where())
 	}
-	return l
 }
 
 // goPluginLog is the logger handed to go-plugin. The agent logs every start, exit and
@@ -85,27 +103,43 @@ func (l *pluginLauncher) goPluginLog() hclog.Logger {
 func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (Child, error) {
 	// The time of each step, logged at debug once the child is up: the cold-exec
 	// benchmark (scripts/bench-cold-exec.sh) reports their shares from this line.
+	// tls_ms is what the box and the mutual TLS took beyond the hash they overlap.
 	t0 := time.Now()
+	cc := host.ClientConfig(nil) // no Cmd: RunnerFunc below starts the verified image
+	// The child's box (its cgroup directories and limits, a few milliseconds of
+	// system calls on a hybrid host) and its TLS certificate do not depend on the
+	// binary: they are made on another core while this one hashes it. A binary that
+	// is refused leaves its box unused, and it is removed.
+	var (
+		box            *limits.Box
+		boxErr, tlsErr error
+		tlsEnv         []string
+		prepared       = make(chan struct{})
+	)
+	go func() {
+		defer close(prepared)
+		<-l.ready
+		box, boxErr = l.boxes.Box(b.Name, l.limits.For(b.Name))
+		tlsEnv, tlsErr = host.MutualTLS(cc)
+	}()
 	img, err := l.images.Open(b.Name, b.Path, b.Checksum)
+	tHash := time.Now()
+	<-prepared
 	if err != nil {
+		box.StartFailed()
 		return nil, err
 	}
-	tHash := time.Now()
-	pr := &proc.Runner{Path: b.Path, Image: img, Log: l.log.Named(b.Name)}
-	if pr.Box, err = l.boxes.Box(b.Name, l.limits.For(b.Name)); err != nil {
+	pr := &proc.Runner{Path: b.Path, Image: img, Log: l.log.Named(b.Name), Box: box}
+	if boxErr != nil {
 		// Today's behaviour rather than no plugin: the log says so.
-		pr.Log.Warn("this child runs without resource limits", "error", err)
-		pr.Box = nil
+		pr.Log.Warn("this child runs without resource limits", "error", boxErr)
 	}
 	pr.OnRun = func(pid int) { l.live[pid] = true } // under l.mu, see below
 	pr.OnEnd = func() { l.ended(pr) }
-
-	cc := host.ClientConfig(nil) // no Cmd: RunnerFunc below starts the verified image
-	tlsEnv, err := host.MutualTLS(cc)
-	if err != nil {
+	if tlsErr != nil {
 		img.Release()
 		pr.Box.StartFailed()
-		return nil, &StartError{Plugin: b.Name, Err: fmt.Errorf("mutual TLS: %w", err)}
+		return nil, &StartError{Plugin: b.Name, Err: fmt.Errorf("mutual TLS: %w", tlsErr)}
 	}
 	tTLS := time.Now()
 	cc.Logger = l.goPluginLog()
@@ -165,6 +199,8 @@ func (l *pluginLauncher) Launch(ctx context.Context, b Binary, cfg sdk.Config) (
 	if err := c.rpc.Configure(ctx, cfg); err != nil {
 		return fail(fmt.Errorf("configure: %w", err))
 	}
+	// Its limits hold before it runs any command (proc.Runner.Start).
+	pr.Boxed()
 	if pr.Log.IsDebug() {
 		end := time.Now()
 		pr.Log.Debug("plugin launch steps", "pid", c.Pid(),
@@ -205,15 +241,24 @@ func (l *pluginLauncher) ended(pr *proc.Runner) {
 	}
 }
 
+// forgetImages gives back the kept images when the supervisor starts to close: each is
+// freed as its last child exits, beside the rest of the stop (proc.ImageCache.Forget).
+func (l *pluginLauncher) forgetImages() { l.images.Forget() }
+
 // close runs a last sweep when the supervisor closes.
 func (l *pluginLauncher) close() {
+	// Freeing the kept images' memory files (3 to 4 ms for a shipped plugin) runs in
+	// the background (proc.ImageCache) while the boxes' directories and the socket
+	// root are removed; close returns once all of it is done.
+	l.images.Forget()
+	defer l.images.Close()
+	<-l.ready
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.reapOrphans {
 		proc.SweepOrphans(l.live, l.reaping, &l.mu, l.log)
 	}
 	l.boxes.Close()
-	l.images.Close()
 	if l.socketRoot != "" {
 		_ = os.RemoveAll(l.socketRoot)
 	}

@@ -314,6 +314,9 @@ func (s *Supervisor) Close() {
 		all = append(all, k)
 	}
 	s.mu.Unlock()
+	if f, ok := s.launcher.(interface{ forgetImages() }); ok {
+		f.forgetImages()
+	}
 	var wg sync.WaitGroup
 	for _, k := range all {
 		wg.Add(1)

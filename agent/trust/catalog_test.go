@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -235,4 +236,41 @@ func TestCatalogLockExcludes(t *testing.T) {
 		t.Fatal(err)
 	}
 	l2.Release()
+}
+
+// fileShape is the regular expression it replaced, for every file shape near the
+// boundaries of each part.
+func TestFileShapeIsTheRegexp(t *testing.T) {
+	re := regexp.MustCompile(`^(` + StoreDir + `/[A-Za-z0-9_]{1,64}/[0-9a-f]{16}/)?` + BinaryPrefix + `[A-Za-z0-9_]{1,64}(\.exe)?$`)
+	long := strings.Repeat("a", 64)
+	names := []string{"", "a", "tags", "A_9", long, long + "a", "a.b", "a-b", "..", "a/b", "a.exe", "é"}
+	builds := []string{"", "0123456789abcdef", "0123456789abcde", "0123456789abcdef0", "0123456789ABCDEF", "g123456789abcdef"}
+	var files []string
+	for _, n := range names {
+		for _, suffix := range []string{"", ".exe", ".exe.exe", ".EXE", "\n", "/"} {
+			top := BinaryPrefix + n + suffix
+			files = append(files, top, "/"+top, "./"+top, "x"+top, "yuzu-plugin"+n+suffix)
+			for _, dir := range names {
+				for _, b := range builds {
+					files = append(files, StoreDir+"/"+dir+"/"+b+"/"+top, StoreDir+"/"+dir+"/"+b+top, StoreDir+"//"+dir+"/"+b+"/"+top)
+				}
+			}
+		}
+	}
+	for _, f := range files {
+		if got, want := fileShape(f), re.MatchString(f); got != want {
+			t.Errorf("fileShape(%q) = %v, the regexp says %v", f, got, want)
+		}
+	}
+}
+
+func FuzzFileShapeIsTheRegexp(f *testing.F) {
+	re := regexp.MustCompile(`^(` + StoreDir + `/[A-Za-z0-9_]{1,64}/[0-9a-f]{16}/)?` + BinaryPrefix + `[A-Za-z0-9_]{1,64}(\.exe)?$`)
+	f.Add("store/tags/0123456789abcdef/yuzu-plugin-tags.exe")
+	f.Add("yuzu-plugin-tags")
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := fileShape(s), re.MatchString(s); got != want {
+			t.Errorf("fileShape(%q) = %v, the regexp says %v", s, got, want)
+		}
+	})
 }

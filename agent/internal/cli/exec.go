@@ -320,7 +320,7 @@ func supervisorOptions(cfg config, log hclog.Logger) (supervisor.Options, error)
 }
 
 // agentID is --agent-id, else the id `run` keeps in the data dir, else empty: exec
-// itself never writes into the data dir.
+// itself never writes an id there.
 func agentID(cfg config) (string, error) {
 	if cfg.agentID != "" {
 		return cfg.agentID, nil

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"os"
 	"strconv"
 
@@ -33,17 +34,65 @@ func materialize(f *os.File, b binary) (*Image, []byte, error) {
 		mem.Close()
 		return copyImage(f, b)
 	}
-	h := sha256.New()
-	if err := hashCopy(h, mem, f); err != nil {
+	var h hash.Hash
+	if b.vouched {
+		// No hash: the kernel copies the bytes, page cache to memory file, without
+		// the two passes through a buffer that hashing needs.
+		err = sendAll(mem, f)
+	} else {
+		h = sha256.New()
+		err = hashCopy(h, mem, f)
+	}
+	if err != nil {
 		mem.Close()
 		return nil, nil, &RefusedError{Path: b.Path, Reason: "read: " + err.Error()}
+	}
+	if b.copied != nil {
+		b.copied(f)
 	}
 	if _, err := unix.FcntlInt(uintptr(mfd), unix.F_ADD_SEALS, sealedSeals); err != nil {
 		mem.Close()
 		return nil, nil, fmt.Errorf("plugin %s: sealing its copy: %w", b.Name, err)
 	}
 	f.Close() // the sealed memory file holds the bytes now
-	return &Image{execPath: fdPath, fd: mem}, h.Sum(nil), nil
+	return &Image{execPath: fdPath, fd: mem}, sumOf(h), nil
+}
+
+// sendAll copies what is left of f (at most maxBinaryBytes) to the memory file mem in
+// the kernel (sendfile), or through a buffer where sendfile cannot.
+func sendAll(mem, f *os.File) error {
+	var total int64
+	for {
+		n, err := unix.Sendfile(int(mem.Fd()), int(f.Fd()), nil, copyChunk*16)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			if total == 0 && (err == unix.EINVAL || err == unix.ENOSYS) {
+				return hashCopy(nil, mem, f)
+			}
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		if total += int64(n); total > maxBinaryBytes {
+			return errOverLimit
+		}
+	}
+}
+
+// noWriters reports whether nobody has the open file f open for writing (a shared
+// writable mapping included): the kernel grants a read lease only then. The lease is
+// given back at once. Without the right to take one (an agent that is not root, for a
+// file it does not own) or leases at all, it cannot tell and says false.
+func noWriters(f *os.File) bool {
+	fd := f.Fd()
+	if _, err := unix.FcntlInt(fd, unix.F_SETLEASE, unix.F_RDLCK); err != nil {
+		return false
+	}
+	_, _ = unix.FcntlInt(fd, unix.F_SETLEASE, unix.F_UNLCK)
+	return true
 }
 
 // newSealableMemfd makes a close-on-exec memory file that can be sealed and executed.

@@ -43,6 +43,7 @@ type Runner struct {
 	stderr io.ReadCloser
 	group  *proctree.Group
 
+	boxed  chan struct{} // closed once the child has joined its box's v1 cgroups
 	reaped chan struct{} // closed as soon as the process is reaped (Kill)
 	exited chan struct{} // closed once everything after the exit is done (Wait)
 	mu     sync.Mutex
@@ -64,12 +65,25 @@ func (r *Runner) Start(context.Context) error {
 		return err
 	}
 	r.Image.started()
-	if err := r.Box.Started(r.Cmd.Process.Pid); err != nil {
-		r.Log.Warn("the child is not in every cgroup of its box", "error", err)
-	}
+	// Joining a v1 cgroup (a hybrid host) makes the kernel wait out an RCU grace
+	// period, 10 ms and more on a busy machine: done here it held up the handshake
+	// by about as long as the child takes to start, on every start. So the child
+	// joins while it starts and go-plugin reads its handshake; the launcher waits for
+	// it (Boxed) before the child is handed any command. The child was outside those
+	// cgroups for as long before (it runs from the fork on); in the v2 one it is from
+	// the fork. The process is not reaped before it has joined (wait), so its pid
+	// cannot be another process's by then.
+	r.boxed = make(chan struct{})
+	go func(pid int) {
+		defer close(r.boxed)
+		if err := r.Box.Started(pid); err != nil {
+			r.Log.Warn("the child is not in every cgroup of its box", "error", err)
+		}
+	}(r.Cmd.Process.Pid)
 	if r.group, err = proctree.Attach(r.Cmd); err != nil {
 		// Unbounded, it could leave processes behind: end it before it does anything.
 		_ = r.Cmd.Process.Kill()
+		<-r.boxed
 		_, _ = r.Cmd.Process.Wait()
 		r.Image.Release()
 		r.Box.Close()
@@ -92,6 +106,7 @@ func (r *Runner) Start(context.Context) error {
 // and read the whole process table for orphans on every one-shot exec. The output
 // pipes get a moment to drain before they are closed.
 func (r *Runner) wait() {
+	<-r.boxed
 	st, err := r.Cmd.Process.Wait()
 	r.mu.Lock()
 	r.state, r.werr = st, err
@@ -109,6 +124,14 @@ func (r *Runner) wait() {
 		r.stdout.Close()
 		r.stderr.Close()
 	})
+}
+
+// Boxed returns once the started child has joined its box (every cgroup it could
+// join): the launcher hands it no command before.
+func (r *Runner) Boxed() {
+	if r.boxed != nil {
+		<-r.boxed
+	}
 }
 
 // Wait returns once the process has exited. go-plugin calls it after its handshake
