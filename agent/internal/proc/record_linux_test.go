@@ -262,6 +262,18 @@ func TestRecordIgnoredWhenNotTrusted(t *testing.T) {
 	}
 }
 
+// startWithoutRecord starts b from a cold cache with records in dir and fails the
+// test if that wrote a record for it (what names the file that must get none).
+func startWithoutRecord(t *testing.T, dir string, b binary, what string) {
+	t.Helper()
+	if err := coldOpen(t, dir, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, b.Name)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a record for %s: %v", what, err)
+	}
+}
+
 // No verification is recorded for a file that changed within recordMargin of its hash
 // (a later write in the same clock tick could keep its change time) or that someone
 // has open for writing (a shared writable mapping changes bytes without moving any
@@ -271,12 +283,7 @@ func TestRecordNotWrittenOrUsedWhenUnsafe(t *testing.T) {
 		withRecordMargin(t, time.Hour)
 		b := writeBinary(t, honest)
 		dir := recordDir(t)
-		if err := coldOpen(t, dir, b); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := os.Lstat(filepath.Join(dir, b.Name)); !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("a record for a file changed a moment ago: %v", err)
-		}
+		startWithoutRecord(t, dir, b, "a file changed a moment ago")
 	})
 	t.Run("open for writing", func(t *testing.T) {
 		withRecordMargin(t, 0)
@@ -287,12 +294,7 @@ func TestRecordNotWrittenOrUsedWhenUnsafe(t *testing.T) {
 		}
 		defer w.Close()
 		dir := recordDir(t)
-		if err := coldOpen(t, dir, b); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := os.Lstat(filepath.Join(dir, b.Name)); !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("a record for a file open for writing: %v", err)
-		}
+		startWithoutRecord(t, dir, b, "a file open for writing")
 	})
 	t.Run("believed only without writers", func(t *testing.T) {
 		withRecordMargin(t, 0)
