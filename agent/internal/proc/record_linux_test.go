@@ -110,34 +110,31 @@ func TestRecordStandsForTheHash(t *testing.T) {
 	c.Close()
 }
 
+// writeInPlace overwrites a few bytes of the file at path where it is.
+func writeInPlace(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt([]byte("EVIL"), 100); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Any change of the file, or of the catalog's checksum, makes the record vouch for
 // nothing: the binary is verified afresh and refused when it is not the catalog's.
 func TestRecordIgnoredWhenTheFileChanged(t *testing.T) {
 	withRecordMargin(t, 0)
 	for what, change := range map[string]func(t *testing.T, b *binary){
-		"written in place": func(t *testing.T, b *binary) {
-			f, err := os.OpenFile(b.Path, os.O_WRONLY, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := f.WriteAt([]byte("EVIL"), 100); err != nil {
-				t.Fatal(err)
-			}
-			f.Close()
-		},
+		"written in place": func(t *testing.T, b *binary) { writeInPlace(t, b.Path) },
 		"written in place, times put back": func(t *testing.T, b *binary) {
 			fi, err := os.Stat(b.Path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, err := os.OpenFile(b.Path, os.O_WRONLY, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := f.WriteAt([]byte("EVIL"), 100); err != nil {
-				t.Fatal(err)
-			}
-			f.Close()
+			writeInPlace(t, b.Path)
 			if err := os.Chtimes(b.Path, fi.ModTime(), fi.ModTime()); err != nil {
 				t.Fatal(err)
 			}
