@@ -194,24 +194,30 @@ func BenchmarkColdExec(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed())/float64(b.N)/float64(time.Millisecond), "ms/op")
 }
 
-var rawhost = sync.OnceValues(func() (string, error) {
-	out := filepath.Join(built.binDir, "rawhost")
-	if built.root == "" {
-		// Prebuilt binaries (YUZU_INTEGRATION_BIN): whoever built them put
-		// rawhost beside them (scripts/bench-ratios.sh does).
-		if _, err := os.Stat(out); err != nil {
-			return "", fmt.Errorf("prebuilt binaries without rawhost: %w", err)
+// benchTool returns a builder of integration/cmd/NAME, run once, beside the built
+// binaries (static, like a release build). With prebuilt binaries
+// (YUZU_INTEGRATION_BIN) whoever built them put the tool beside them
+// (scripts/bench-ratios.sh does rawhost).
+func benchTool(name string) func() (string, error) {
+	return sync.OnceValues(func() (string, error) {
+		out := filepath.Join(built.binDir, name)
+		if built.root == "" {
+			if _, err := os.Stat(out); err != nil {
+				return "", fmt.Errorf("prebuilt binaries without %s: %w", name, err)
+			}
+			return out, nil
+		}
+		cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./integration/cmd/"+name)
+		cmd.Dir = built.root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build %s: %v\n%s", name, err, b)
 		}
 		return out, nil
-	}
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./integration/cmd/rawhost")
-	cmd.Dir = built.root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build rawhost: %v\n%s", err, b)
-	}
-	return out, nil
-})
+	})
+}
+
+var rawhost = benchTool("rawhost")
 
 // BenchmarkColdExecVsRaw: a whole cold `yuzu-agent exec tags count` process against
 // a whole process that does the same over bare go-plugin (cmd/rawhost: start the
@@ -277,15 +283,7 @@ func medianMS(ds []time.Duration) float64 {
 	return float64(medianDuration(ds)) / float64(time.Millisecond)
 }
 
-var rssprobe = sync.OnceValues(func() (string, error) {
-	out := filepath.Join(built.binDir, "rssprobe")
-	cmd := exec.Command("go", "build", "-o", out, "./integration/cmd/rssprobe")
-	cmd.Dir = built.root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build rssprobe: %v\n%s", err, b)
-	}
-	return out, nil
-})
+var rssprobe = benchTool("rssprobe")
 
 // BenchmarkIdleRSS: resident memory of a process holding the supervisor with one warm
 // tags child, after idling 2 s (cmd/rssprobe). Target: host + child at most 45 MiB.

@@ -89,19 +89,22 @@ if [[ -s $work/floor ]]; then
 	say "RESULT fleet commands floor: $(nproc)-core slots bound ours at $fb commands/s (start wait $fw ms + in plugin $fr ms a command; medians), $(awk -v f="$fb" -v b="$b" 'BEGIN { printf "%.2f", f / b }')x the base; ours reached $(awk -v o="$o" -v f="$fb" 'BEGIN { printf "%.0f", 100 * o / f }')% of it"
 fi
 
-: >"$work/idle"
-for ((i = 1; i <= rounds; i++)); do
-	metric ours BenchmarkIdleFirstCommand idle/raw 20x >>"$work/idle"
-done
-r=$(median <"$work/idle")
-say "RESULT first command after an idle stop: ${r}x a raw go-plugin start (goal <= 2x: $(verdict "$r" 2 '<=')); rounds: $(tr '\n' ' ' <"$work/idle")"
+# against_raw BENCH UNIT: ROUNDS runs of BENCH (20 iterations each) on ours, printing
+# the median of UNIT, then each round's value.
+against_raw() {
+	local f=$work/$1
+	: >"$f"
+	for ((i = 1; i <= rounds; i++)); do
+		metric ours "$1" "$2" 20x >>"$f"
+	done
+	echo "$(median <"$f") $(tr '\n' ' ' <"$f")"
+}
 
-: >"$work/cold"
-for ((i = 1; i <= rounds; i++)); do
-	metric ours BenchmarkColdExecVsRaw exec/raw 20x >>"$work/cold"
-done
-r=$(median <"$work/cold")
-say "RESULT cold exec tags count: ${r}x a raw go-plugin process doing the same (goal <= 1.15x: $(verdict "$r" 1.15 '<=')); rounds: $(tr '\n' ' ' <"$work/cold")"
+read -r r each < <(against_raw BenchmarkIdleFirstCommand idle/raw)
+say "RESULT first command after an idle stop: ${r}x a raw go-plugin start (goal <= 2x: $(verdict "$r" 2 '<=')); rounds: $each"
+
+read -r r each < <(against_raw BenchmarkColdExecVsRaw exec/raw)
+say "RESULT cold exec tags count: ${r}x a raw go-plugin process doing the same (goal <= 1.15x: $(verdict "$r" 1.15 '<=')); rounds: $each"
 
 out=$(cd integration && YUZU_INTEGRATION_BIN="$work/ours" "$work/integration.test" -test.run '^$' -test.bench '^BenchmarkFleetRows$' -test.benchtime 2x 2>&1) || {
 	warn "$out"

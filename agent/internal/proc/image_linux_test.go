@@ -128,30 +128,14 @@ func BenchmarkImage(b *testing.B) {
 func TestImageCacheReverifiesAChangedFile(t *testing.T) {
 	content := bytes.Repeat([]byte("yuzu plugin bytes "), 100_000)
 	for what, change := range map[string]func(t *testing.T, path string){
-		"written in place": func(t *testing.T, path string) {
-			f, err := os.OpenFile(path, os.O_WRONLY, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := f.WriteAt([]byte("EVIL"), 100); err != nil {
-				t.Fatal(err)
-			}
-			f.Close()
-		},
+		"written in place": func(t *testing.T, path string) { writeInPlace(t, path) },
 		"written in place, times put back": func(t *testing.T, path string) {
 			fi, err := os.Stat(path)
 			if err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(20 * time.Millisecond) // past the file system's clock tick
-			f, err := os.OpenFile(path, os.O_WRONLY, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := f.WriteAt([]byte("EVIL"), 100); err != nil {
-				t.Fatal(err)
-			}
-			f.Close()
+			writeInPlace(t, path)
 			if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
 				t.Fatal(err)
 			}
