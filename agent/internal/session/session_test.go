@@ -83,15 +83,7 @@ func TestRelayChunks(t *testing.T) {
 	if err := r.rows([]string{"late"}); !errors.Is(err, errAnswered) {
 		t.Errorf("a row after the end: %v, want errAnswered", err)
 	}
-	var got []string
-	for s.out.Len() > 0 {
-		m, _ := s.out.Peek(context.Background())
-		s.out.Pop()
-		if m.Resp.GetStatus() != agentv1.CommandResponse_RUNNING || m.Resp.GetCommandId() != "c" {
-			t.Fatalf("message %v", m.Resp)
-		}
-		got = append(got, m.Resp.GetOutput())
-	}
+	got := drainRunning(t, s, "c")
 	var joined []string
 	for _, out := range got {
 		if len(out) > maxOutput && out != big {
@@ -278,15 +270,7 @@ func TestRelayProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.progress(100, 100, "files")
-	var got []string
-	for s.out.Len() > 0 {
-		m, _ := s.out.Peek(context.Background())
-		s.out.Pop()
-		if m.Resp.GetStatus() != agentv1.CommandResponse_RUNNING || m.Resp.GetCommandId() != "c" {
-			t.Fatalf("message %v", m.Resp)
-		}
-		got = append(got, m.Resp.GetOutput())
-	}
+	got := drainRunning(t, s, "c")
 	want := []string{`__progress__|done=0|total=100|unit=files\x0a|x`, "row"} // the last field keeps its "|" (package rows)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("messages %q, want %q", got, want)
@@ -317,4 +301,20 @@ func mustSpool(t *testing.T) *spool.Spool {
 	}
 	sp.ConfirmDelay = 0
 	return sp
+}
+
+// drainRunning takes every queued message, each of which must be a RUNNING message of
+// command id, and returns their outputs in order.
+func drainRunning(t *testing.T, s *Session, id string) []string {
+	t.Helper()
+	var got []string
+	for s.out.Len() > 0 {
+		m, _ := s.out.Peek(context.Background())
+		s.out.Pop()
+		if m.Resp.GetStatus() != agentv1.CommandResponse_RUNNING || m.Resp.GetCommandId() != id {
+			t.Fatalf("message %v", m.Resp)
+		}
+		got = append(got, m.Resp.GetOutput())
+	}
+	return got
 }
